@@ -1,0 +1,131 @@
+package changelog
+
+import (
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/iceberg-go"
+)
+
+// Op is the kind of a change event.
+type Op uint8
+
+const (
+	// OpInsert is a new row (+I; debezium "c").
+	OpInsert Op = iota + 1
+	// OpUpdate replaces Before by After for one key (-U/+U; debezium "u").
+	OpUpdate
+	// OpDelete removes Before (-D; debezium "d").
+	OpDelete
+	// OpRead is a live row of a compacted prefix (debezium "r").
+	OpRead
+)
+
+// Header is the value of the lakegw.op Kafka header for an event of this op.
+func (o Op) Header() string {
+	switch o {
+	case OpInsert:
+		return "+I"
+	case OpUpdate:
+		return "+U"
+	case OpDelete:
+		return "-D"
+	case OpRead:
+		return "r"
+	}
+	return "?"
+}
+
+// NoRow marks an absent before- or after-image.
+var NoRow = RowRef{Batch: -1, Row: -1}
+
+// RowRef points at one row of Changes.Batches.
+type RowRef struct {
+	Batch int32
+	Row   int32
+}
+
+// Valid reports whether the reference names a row.
+func (r RowRef) Valid() bool { return r.Batch >= 0 }
+
+// Record is one change event. Before is set for updates and deletes, After
+// for inserts, updates and reads.
+type Record struct {
+	Op        Op
+	Before    RowRef
+	After     RowRef
+	Partition int32
+}
+
+// Changes holds the change events of one snapshot of one table, in the
+// deterministic order in which they get offsets.
+type Changes struct {
+	// Table is "<namespace>.<table>".
+	Table          string
+	SnapshotID     int64
+	SequenceNumber int64
+	// TimestampMs is the snapshot's commit time; every record of the
+	// snapshot carries it.
+	TimestampMs int64
+	// Schema is the schema the snapshot was written with; Batches have one
+	// column per top-level field of it, in order.
+	Schema *iceberg.Schema
+	// KeyFieldIDs are the identifier (or configured key) field ids; empty
+	// when the table has none.
+	KeyFieldIDs []int
+	Batches     []arrow.RecordBatch
+	Records     []Record
+	// Partitions is the number of topic partitions the records were spread
+	// over (by key hash when > 1).
+	Partitions int32
+}
+
+// Release frees the arrow memory held by the batches.
+func (c *Changes) Release() {
+	for _, b := range c.Batches {
+		b.Release()
+	}
+	c.Batches = nil
+}
+
+// CountByPartition returns the number of records that fall in each partition.
+func (c *Changes) CountByPartition() []int64 {
+	n := c.Partitions
+	if n < 1 {
+		n = 1
+	}
+	counts := make([]int64, n)
+	for i := range c.Records {
+		p := c.Records[i].Partition
+		if p >= 0 && p < n {
+			counts[p]++
+		}
+	}
+	return counts
+}
+
+// PartitionRecords returns the indexes into Records of the records of
+// partition p, in order; the i-th of them has the i-th offset of the
+// snapshot's segment in that partition.
+func (c *Changes) PartitionRecords(p int32) []int32 {
+	out := make([]int32, 0, len(c.Records))
+	for i := range c.Records {
+		if c.Records[i].Partition == p {
+			out = append(out, int32(i))
+		}
+	}
+	return out
+}
+
+// SizeBytes estimates the memory held, for cache accounting.
+func (c *Changes) SizeBytes() int64 {
+	var n int64 = int64(len(c.Records)) * 20
+	for _, b := range c.Batches {
+		for _, col := range b.Columns() {
+			for _, buf := range col.Data().Buffers() {
+				if buf != nil {
+					n += int64(buf.Len())
+				}
+			}
+		}
+	}
+	return n
+}

@@ -1,0 +1,8 @@
+// Package offsets owns the offset index: for every partition of every topic,
+// the segments (snapshot id, sequence number, commit time, base offset, record
+// count) that map dense Kafka offsets to snapshots and back; time lookups; log
+// start and high watermark; leader epochs; and its persistence.
+//
+// It knows nothing of record formats, Kafka framing or Iceberg files, and must
+// not import protocol/, fetch/, changelog/, topics/, lake/ or lsm/.
+package offsets

@@ -1,0 +1,8 @@
+// Package topics owns the set of topics lakegw serves: it watches the catalog
+// (and the registered tables) for tables and new snapshots, derives each new
+// snapshot's change records once to extend the offset index, and wakes the
+// fetches waiting for data.
+//
+// It sits between fetch/ and the lake: it may import offsets/, changelog/,
+// lake/ and state/; it must not import protocol/ or fetch/.
+package topics
