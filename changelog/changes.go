@@ -76,6 +76,11 @@ type Changes struct {
 	// Partitions is the number of topic partitions the records were spread
 	// over (by key hash when > 1).
 	Partitions int32
+
+	// enc holds the JSON encoders of the batches, built once by Prepare so
+	// that formats encode records without allocating. Nil for Changes that
+	// were never prepared: formats then build encoders per call.
+	enc *changesEncoders
 }
 
 // Release frees the arrow memory held by the batches.
@@ -84,6 +89,7 @@ func (c *Changes) Release() {
 		b.Release()
 	}
 	c.Batches = nil
+	c.enc = nil
 }
 
 // CountByPartition returns the number of records that fall in each partition.

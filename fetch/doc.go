@@ -4,6 +4,7 @@
 // limits, a bounded LRU cache of encoded batches shared by all consumers, and
 // the MinBytes/MaxWait long-poll woken by new snapshots.
 //
-// It may import topics/, offsets/ and changelog/; it must not import
-// protocol/ or lsm/.
+// It chooses Kafka error codes for fetched partitions (with protocol/, the
+// only package that does). It may import topics/, offsets/ and changelog/;
+// it must not import protocol/ or lsm/.
 package fetch

@@ -4,5 +4,6 @@
 // start and high watermark; leader epochs; and its persistence.
 //
 // It knows nothing of record formats, Kafka framing or Iceberg files, and must
-// not import protocol/, fetch/, changelog/, topics/, lake/ or lsm/.
+// not import protocol/, fetch/, changelog/, topics/, lake/ or lsm/. It persists
+// through state/.
 package offsets

@@ -1,0 +1,190 @@
+package changelog
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+	sqlcat "github.com/apache/iceberg-go/catalog/sql"
+	"github.com/apache/iceberg-go/table"
+	_ "modernc.org/sqlite"
+)
+
+// newTestCatalog opens a SQL catalog (modernc sqlite, no cgo) with its
+// warehouse in a temporary directory.
+func newTestCatalog(t *testing.T) *sqlcat.Catalog {
+	t.Helper()
+	dir := t.TempDir()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "catalog.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	cat, err := sqlcat.NewCatalog("test", db, sqlcat.SQLite, iceberg.Properties{"warehouse": "file://" + filepath.Join(dir, "warehouse")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cat.CreateNamespace(context.Background(), table.Identifier{"ns"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	return cat
+}
+
+func createTable(t *testing.T, cat *sqlcat.Catalog, name string, sc *iceberg.Schema, opts ...catalog.CreateTableOpt) *table.Table {
+	t.Helper()
+	tbl, err := cat.CreateTable(context.Background(), table.Identifier{"ns", name}, sc, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tbl
+}
+
+// recordFromJSON builds an arrow batch of the table's current schema from
+// JSON rows.
+func recordFromJSON(t *testing.T, tbl *table.Table, rows string) arrow.RecordBatch {
+	t.Helper()
+	sc, err := table.SchemaToArrowSchema(tbl.Schema(), nil, false, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, _, err := array.RecordFromJSON(memory.DefaultAllocator, sc, strings.NewReader(rows))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec
+}
+
+// appendJSON appends JSON rows to the table as one snapshot; files caps
+// the rows per data file.
+func appendJSON(t *testing.T, tbl *table.Table, rows string, rowsPerFile int64) *table.Table {
+	t.Helper()
+	rec := recordFromJSON(t, tbl, rows)
+	defer rec.Release()
+	data := array.NewTableFromRecords(rec.Schema(), []arrow.RecordBatch{rec})
+	defer data.Release()
+	if rowsPerFile <= 0 {
+		rowsPerFile = rec.NumRows()
+	}
+	out, err := tbl.AppendTable(context.Background(), data, rowsPerFile, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// rowMultiset holds rows keyed by their JSON, with counts.
+type rowMultiset map[string]int
+
+func (m rowMultiset) sorted() []string {
+	var out []string
+	for k, n := range m {
+		for range n {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// scanRows is the oracle: an iceberg-go scan of the snapshot, rows as JSON.
+func scanRows(t *testing.T, tbl *table.Table, snapshotID int64) rowMultiset {
+	t.Helper()
+	at, err := tbl.Scan(table.WithSnapshotID(snapshotID)).ToArrowTable(context.Background())
+	if err != nil {
+		t.Fatalf("oracle scan of snapshot %d: %v", snapshotID, err)
+	}
+	defer at.Release()
+	out := rowMultiset{}
+	tr := array.NewTableReader(at, 1024)
+	defer tr.Release()
+	for tr.Next() {
+		rec := tr.RecordBatch()
+		enc, err := newRowAppender(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf []byte
+		for r := range int(rec.NumRows()) {
+			buf = enc(buf[:0], r)
+			out[string(buf)]++
+		}
+	}
+	if err := tr.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// applyChanges replays the events onto a multiset of rows, failing the test
+// on a delete of a row that is not there.
+func applyChanges(t *testing.T, state rowMultiset, c *Changes) {
+	t.Helper()
+	enc, err := c.encoders()
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := func(ref RowRef) string {
+		return string(enc.batches[ref.Batch].row(nil, int(ref.Row)))
+	}
+	for i, rec := range c.Records {
+		if rec.Before.Valid() {
+			k := row(rec.Before)
+			if state[k] == 0 {
+				t.Fatalf("snapshot %d record %d (%s) removes a row that is not in the table: %s", c.SnapshotID, i, rec.Op.Header(), k)
+			}
+			state[k]--
+			if state[k] == 0 {
+				delete(state, k)
+			}
+		}
+		if rec.After.Valid() {
+			state[row(rec.After)]++
+		}
+	}
+}
+
+// compareMultisets reports the first differences between want and got.
+func compareMultisets(t *testing.T, what string, want, got rowMultiset) {
+	t.Helper()
+	var missing, extra []string
+	for k, n := range want {
+		if got[k] < n {
+			missing = append(missing, k)
+		}
+	}
+	for k, n := range got {
+		if want[k] < n {
+			extra = append(extra, k)
+		}
+	}
+	if len(missing) == 0 && len(extra) == 0 {
+		return
+	}
+	slices.Sort(missing)
+	slices.Sort(extra)
+	t.Errorf("%s: %d rows missing, %d extra rows\nmissing (first 5): %v\nextra (first 5): %v",
+		what, len(missing), len(extra), head(missing, 5), head(extra, 5))
+}
+
+func head(s []string, n int) []string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+func countOps(c *Changes) map[Op]int {
+	out := map[Op]int{}
+	for _, r := range c.Records {
+		out[r.Op]++
+	}
+	return out
+}

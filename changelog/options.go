@@ -1,0 +1,14 @@
+package changelog
+
+import "github.com/rs/zerolog"
+
+// Options configures the derivation of change events.
+type Options struct {
+	// Partitions is the number of topic partitions; with more than one,
+	// records are spread by the Kafka murmur2 hash of their key JSON.
+	Partitions int32
+	// KeyColumns names the key columns of a table without identifier
+	// fields (ignored when the schema has identifier fields).
+	KeyColumns []string
+	Log        zerolog.Logger
+}

@@ -1,0 +1,44 @@
+package changelog
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/iceberg-go/table"
+)
+
+// readTasks reads the rows of the tasks through iceberg-go (which projects
+// every file onto the scan's schema, handling schema evolution), in task
+// order. The caller owns the returned batches.
+func readTasks(ctx context.Context, scan *table.Scan, tasks []table.FileScanTask) ([]arrow.RecordBatch, error) {
+	if len(tasks) == 0 {
+		return nil, nil
+	}
+	_, it, err := scan.ReadTasks(ctx, tasks)
+	if err != nil {
+		return nil, fmt.Errorf("plan read of %s: %w", describeTasks(tasks), err)
+	}
+	var out []arrow.RecordBatch
+	for rec, err := range it {
+		if err != nil {
+			releaseAll(out)
+			return nil, fmt.Errorf("read %s: %w", describeTasks(tasks), err)
+		}
+		out = append(out, rec)
+	}
+	return out, nil
+}
+
+func describeTasks(tasks []table.FileScanTask) string {
+	if len(tasks) == 1 {
+		return "data file " + tasks[0].File.FilePath()
+	}
+	return fmt.Sprintf("%d data files (first %s)", len(tasks), tasks[0].File.FilePath())
+}
+
+func releaseAll(batches []arrow.RecordBatch) {
+	for _, b := range batches {
+		b.Release()
+	}
+}

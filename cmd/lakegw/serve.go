@@ -1,0 +1,176 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/rs/zerolog"
+
+	"github.com/lakegw/lakegw/fetch"
+	"github.com/lakegw/lakegw/lake"
+	"github.com/lakegw/lakegw/protocol"
+	"github.com/lakegw/lakegw/protocol/groups"
+	"github.com/lakegw/lakegw/quickstart"
+	"github.com/lakegw/lakegw/state"
+	"github.com/lakegw/lakegw/topics"
+)
+
+// commonFlags are the flags of every command that opens the data directory
+// and the catalog.
+type commonFlags struct {
+	dataDir      *string
+	catalogProps listFlag
+	logLevel     *string
+	logFormat    *string
+}
+
+func addCommonFlags(fs *flag.FlagSet) *commonFlags {
+	c := &commonFlags{
+		dataDir:   fs.String("data-dir", "./lakegw-data", "directory of the embedded catalog, warehouse and state store"),
+		logLevel:  fs.String("log-level", "info", "log level: debug, info, warn, error"),
+		logFormat: fs.String("log-format", "console", "log format: console or json"),
+	}
+	fs.Var(&c.catalogProps, "catalog-prop", "iceberg-go catalog property KEY=VALUE (repeatable; e.g. type=rest, uri=http://...); none = the embedded SQLite catalog")
+	return c
+}
+
+func (c *commonFlags) props() (iceberg.Properties, error) {
+	props := iceberg.Properties{}
+	for _, kv := range c.catalogProps {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("catalog-prop %q: want KEY=VALUE", kv)
+		}
+		props[k] = v
+	}
+	return props, nil
+}
+
+func (c *commonFlags) statePath() string { return filepath.Join(*c.dataDir, "state.db") }
+
+func cmdServe(ctx context.Context, args []string, demo bool) error {
+	name := "serve"
+	if demo {
+		name = "quickstart"
+	}
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	common := addCommonFlags(fs)
+	listen := fs.String("listen", "127.0.0.1:9092", "Kafka listener host:port")
+	advertised := fs.String("advertised-listener", "", "host:port announced to clients (default: the listener address)")
+	pollInterval := fs.Duration("poll-interval", 200*time.Millisecond, "how often tables are checked for new snapshots")
+	listInterval := fs.Duration("list-interval", time.Second, "how often the catalog is listed for new tables")
+	maxRequest := fs.Int("max-request-bytes", 100<<20, "largest request frame accepted; larger ones close the connection")
+	cacheBytes := fs.Int64("cache-bytes", 256<<20, "memory for encoded record batches shared by all consumers")
+	batchRecords := fs.Int("batch-records", 1000, "records per record batch (keep equal on every gateway of a table)")
+	format := fs.String("format", "debezium-json", "default record format: debezium-json, canal-json, upsert, json")
+	compression := fs.String("compression", "none", "default batch compression: none, gzip, snappy, lz4, zstd")
+	partitions := fs.Int("partitions", 1, "default partitions per topic (records spread by key hash)")
+	demoEvery := fs.Duration("demo-interval", time.Second, "quickstart only: how often the demo table commits")
+	if err := parseConfig(fs, args); err != nil {
+		return err
+	}
+	log, err := newLogger(*common.logLevel, *common.logFormat)
+	if err != nil {
+		return err
+	}
+	props, err := common.props()
+	if err != nil {
+		return err
+	}
+	if demo && len(props) > 0 {
+		return errors.New("quickstart runs on the embedded default; use serve with --catalog-prop")
+	}
+
+	store, err := state.Open(ctx, common.statePath())
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	cat, err := lake.OpenCatalog(ctx, *common.dataDir, props)
+	if err != nil {
+		return err
+	}
+
+	var demoWriter *quickstart.Demo
+	if demo {
+		demoWriter = quickstart.NewDemo(cat, log.With().Str("component", "demo").Logger(), quickstart.DemoOptions{Seed: uint64(time.Now().UnixNano())})
+		if _, err := demoWriter.Ensure(ctx); err != nil {
+			return fmt.Errorf("demo table: %w", err)
+		}
+		if _, err := demoWriter.Step(ctx); err != nil {
+			return fmt.Errorf("demo table first commit: %w", err)
+		}
+	}
+
+	defaults := topics.TopicConfig{Format: *format, Compression: *compression, Partitions: int32(*partitions)}
+	reg := topics.New(topics.Config{
+		PollInterval: *pollInterval, ListInterval: *listInterval, Defaults: defaults, CatalogProps: props,
+	}, cat, store, log.With().Str("component", "topics").Logger())
+	reader := fetch.NewReader(fetch.Config{BatchRecords: *batchRecords, CacheBytes: *cacheBytes}, log.With().Str("component", "fetch").Logger())
+	coord := groups.New(protocol.GroupOffsetStore{Store: store}, log.With().Str("component", "groups").Logger(), groups.Options{
+		TopicExists: func(topic string, p int32) bool {
+			t, ok := reg.Topic(topic)
+			return ok && p >= 0 && p < t.Index.Partitions()
+		},
+	})
+	if err := coord.Open(ctx); err != nil {
+		return err
+	}
+	defer coord.Close()
+	srv := protocol.NewServer(protocol.Config{Listen: *listen, Advertised: *advertised, MaxRequestBytes: int32(*maxRequest)},
+		reg, reader, coord, log.With().Str("component", "kafka").Logger())
+	if err := srv.Listen(); err != nil {
+		return err
+	}
+
+	return runAll(ctx, log, reg, srv, demoWriter, *demoEvery)
+}
+
+// runAll runs the registry, the server and the demo writer until ctx ends
+// or one of them fails, then stops the others and waits for them.
+func runAll(parent context.Context, log zerolog.Logger, reg *topics.Registry, srv *protocol.Server, demo *quickstart.Demo, demoEvery time.Duration) error {
+	ctx, cancel := context.WithCancel(parent)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, 3)
+	goRun := func(name string, fn func(context.Context) error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := fn(ctx); err != nil {
+				errs <- fmt.Errorf("%s: %w", name, err)
+				cancel()
+			}
+		}()
+	}
+	goRun("topics", reg.Run)
+	// Serve once the first listing is indexed: a client's first Metadata
+	// then sees every table.
+	select {
+	case <-reg.Ready():
+	case <-ctx.Done():
+	}
+	goRun("kafka server", srv.Serve)
+	log.Info().Str("listen", srv.Addr().String()).Int("topics", len(reg.Topics())).Msg("lakegw is serving")
+	if demo != nil {
+		goRun("demo writer", func(ctx context.Context) error { return demo.Run(ctx, demoEvery) })
+	}
+	<-ctx.Done()
+	wg.Wait()
+	close(errs)
+	var all []error
+	for err := range errs {
+		all = append(all, err)
+	}
+	if len(all) == 0 {
+		log.Info().Msg("lakegw stopped")
+	}
+	return errors.Join(all...)
+}

@@ -1,0 +1,62 @@
+package fetch
+
+import (
+	"sync"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+)
+
+// batchKey names an encoded batch. Offsets are only stable within a leader
+// epoch, so the epoch is part of the name.
+type batchKey struct {
+	topic       string
+	partition   int32
+	epoch       int32
+	baseOffset  int64
+	compression string
+}
+
+// batchCache is an LRU of encoded batches bounded by total bytes, shared by
+// every consumer: a second consumer of the same range is served without
+// reading or encoding anything.
+type batchCache struct {
+	mu       sync.Mutex
+	lru      *lru.Cache[batchKey, []byte]
+	bytes    int64
+	maxBytes int64
+}
+
+func newBatchCache(maxBytes int64) *batchCache {
+	c := &batchCache{maxBytes: maxBytes}
+	// The entry count bound is only a backstop; bytes are the real bound.
+	l, _ := lru.NewWithEvict[batchKey, []byte](1<<20, func(_ batchKey, v []byte) { c.bytes -= int64(len(v)) })
+	c.lru = l
+	return c
+}
+
+func (c *batchCache) get(k batchKey) ([]byte, bool) {
+	if c.maxBytes <= 0 {
+		return nil, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lru.Get(k)
+}
+
+func (c *batchCache) add(k batchKey, v []byte) {
+	if c.maxBytes <= 0 || int64(len(v)) > c.maxBytes/4 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.lru.Peek(k); ok {
+		c.bytes -= int64(len(old))
+	}
+	c.lru.Add(k, v)
+	c.bytes += int64(len(v))
+	for c.bytes > c.maxBytes {
+		if _, _, ok := c.lru.RemoveOldest(); !ok {
+			break
+		}
+	}
+}

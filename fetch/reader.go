@@ -1,0 +1,149 @@
+package fetch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/rs/zerolog"
+
+	"github.com/lakegw/lakegw/changelog"
+	"github.com/lakegw/lakegw/topics"
+)
+
+// ErrOffsetOutOfRange is returned for an offset below the log start or
+// above the high watermark.
+var ErrOffsetOutOfRange = errors.New("offset out of range")
+
+// Config configures the reader.
+type Config struct {
+	// BatchRecords is the number of records per batch. Batch boundaries
+	// depend only on it and the index, so every gateway with the same value
+	// serves the same bytes at the same offsets.
+	BatchRecords int
+	// CacheBytes bounds the cache of encoded batches.
+	CacheBytes int64
+}
+
+// Reader reads record batches of topic partitions.
+type Reader struct {
+	cfg   Config
+	cache *batchCache
+	log   zerolog.Logger
+	pool  sync.Pool
+	// partRecs caches the record indexes of one partition of one snapshot
+	// (multi-partition topics only).
+	partRecs *lru.Cache[partRecsKey, []int32]
+}
+
+type partRecsKey struct {
+	topic     string
+	snapshot  int64
+	partition int32
+}
+
+// NewReader returns a reader.
+func NewReader(cfg Config, log zerolog.Logger) *Reader {
+	if cfg.BatchRecords <= 0 {
+		cfg.BatchRecords = 1000
+	}
+	pr, _ := lru.New[partRecsKey, []int32](256)
+	r := &Reader{cfg: cfg, cache: newBatchCache(cfg.CacheBytes), log: log, partRecs: pr}
+	r.pool.New = func() any { return new(batchEncoder) }
+	return r
+}
+
+// Read appends to dst the record batches of partition p of t starting with
+// the batch that holds offset, until at least one batch is appended and
+// adding the next would exceed maxBytes, or the high watermark is reached.
+// compression is the codec to use ("none" when the client cannot take the
+// topic's codec).
+func (r *Reader) Read(ctx context.Context, t *topics.Topic, p int32, offset int64, maxBytes int, compression string, dst []byte) ([]byte, error) {
+	idx := t.Index
+	if offset < idx.LogStart(p) || offset > idx.HighWatermark(p) {
+		return dst, ErrOffsetOutOfRange
+	}
+	epoch := idx.LeaderEpoch()
+	start := len(dst)
+	for {
+		seg, ok := idx.Locate(p, offset)
+		if !ok {
+			return dst, nil // at the high watermark
+		}
+		ordinal := offset - seg.BaseOffset
+		first := ordinal - ordinal%int64(r.cfg.BatchRecords)
+		last := min(first+int64(r.cfg.BatchRecords), seg.Count)
+		base := seg.BaseOffset + first
+		key := batchKey{topic: t.Name, partition: p, epoch: epoch, baseOffset: base, compression: compression}
+		batch, ok := r.cache.get(key)
+		if !ok {
+			c, err := t.Changes(ctx, seg)
+			if err != nil {
+				return dst, fmt.Errorf("read snapshot %d of %s: %w", seg.SnapshotID, t.Name, err)
+			}
+			recs := r.partitionRecords(t.Name, c, p)
+			if int64(len(recs)) != seg.Count {
+				return dst, fmt.Errorf("snapshot %d of %s has %d records in partition %d, the index says %d", seg.SnapshotID, t.Name, len(recs), p, seg.Count)
+			}
+			enc := r.pool.Get().(*batchEncoder)
+			out, err := enc.encode(nil, batchSpec{baseOffset: base, leaderEpoch: epoch, compression: compression,
+				changes: c, format: t.Format, recs: recs[first:last]})
+			r.pool.Put(enc)
+			if err != nil {
+				return dst, fmt.Errorf("encode batch at %d of %s/%d: %w", base, t.Name, p, err)
+			}
+			batch = out
+			r.cache.add(key, batch)
+		}
+		if len(dst) > start && len(dst)-start+len(batch) > maxBytes {
+			return dst, nil
+		}
+		dst = append(dst, batch...)
+		offset = seg.BaseOffset + last
+		if len(dst)-start >= maxBytes {
+			return dst, nil
+		}
+	}
+}
+
+func (r *Reader) partitionRecords(topic string, c *changelog.Changes, p int32) []int32 {
+	if c.Partitions <= 1 {
+		return identity(len(c.Records))
+	}
+	k := partRecsKey{topic: topic, snapshot: c.SnapshotID, partition: p}
+	if v, ok := r.partRecs.Get(k); ok {
+		return v
+	}
+	v := c.PartitionRecords(p)
+	r.partRecs.Add(k, v)
+	return v
+}
+
+var (
+	identityMu  sync.RWMutex
+	identityBuf []int32
+)
+
+// identity returns [0, n) without allocating once a large enough prefix
+// exists: single-partition topics (the default) read records in order.
+func identity(n int) []int32 {
+	identityMu.RLock()
+	if len(identityBuf) >= n {
+		b := identityBuf[:n]
+		identityMu.RUnlock()
+		return b
+	}
+	identityMu.RUnlock()
+	identityMu.Lock()
+	defer identityMu.Unlock()
+	if len(identityBuf) < n {
+		nb := make([]int32, max(n, 2*len(identityBuf)))
+		for i := range nb {
+			nb[i] = int32(i)
+		}
+		identityBuf = nb
+	}
+	return identityBuf[:n]
+}

@@ -1,0 +1,172 @@
+package fetch
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/lakegw/lakegw/changelog"
+)
+
+var crc32c = crc32.MakeTable(crc32.Castagnoli)
+
+// Kafka RecordBatch v2 header layout, by byte offset.
+const (
+	batchHeaderLen   = 61
+	offLength        = 8
+	offLeaderEpoch   = 12
+	offMagic         = 16
+	offCRC           = 17
+	offAttributes    = 21
+	offLastDelta     = 23
+	offFirstTs       = 27
+	offMaxTs         = 35
+	offProducerID    = 43
+	offProducerEpoch = 51
+	offBaseSequence  = 53
+	offRecordCount   = 57
+)
+
+// Header keys every record carries (DESIGN.md: where a record came from).
+const (
+	HeaderSnapshotID     = "lakegw.snapshot-id"
+	HeaderSequenceNumber = "lakegw.sequence-number"
+	HeaderOp             = "lakegw.op"
+)
+
+// batchEncoder builds one RecordBatch at a time. It keeps its buffers
+// between batches so that steady-state encoding does not allocate; one
+// encoder is used by one goroutine at a time (they live in a sync.Pool).
+type batchEncoder struct {
+	records []byte // the encoded records, uncompressed
+	rec     []byte // one record's body, before its length prefix
+	key     []byte
+	value   []byte
+	num     []byte
+	comp    bytes.Buffer
+}
+
+// compressors are built once: kgo's default compressor keeps pooled codec
+// state internally, and it knows Kafka's framing of every codec.
+var compressors = func() map[string]kgo.Compressor {
+	m := map[string]kgo.Compressor{}
+	for name, codec := range map[string]kgo.CompressionCodec{
+		"gzip": kgo.GzipCompression(), "snappy": kgo.SnappyCompression(),
+		"lz4": kgo.Lz4Compression(), "zstd": kgo.ZstdCompression(),
+	} {
+		c, err := kgo.DefaultCompressor(codec)
+		if err != nil {
+			// Only reachable if franz-go drops a codec; fail at start-up
+			// rather than serve uncompressed data under a compressed name.
+			panic(fmt.Sprintf("franz-go compressor %s: %v", name, err))
+		}
+		m[name] = c
+	}
+	return m
+}()
+
+// batchSpec says what goes into one batch.
+type batchSpec struct {
+	baseOffset  int64
+	leaderEpoch int32
+	compression string
+	changes     *changelog.Changes
+	format      changelog.Format
+	// recs are the indexes into changes.Records of this batch's records,
+	// in offset order.
+	recs []int32
+}
+
+// encode appends the complete batch (header, CRC, possibly compressed
+// records) to dst.
+func (e *batchEncoder) encode(dst []byte, s batchSpec) ([]byte, error) {
+	c := s.changes
+	ts := c.TimestampMs
+	e.records = e.records[:0]
+	snapID := strconv.AppendInt(e.num[:0], c.SnapshotID, 10)
+	seqStart := len(snapID)
+	seq := strconv.AppendInt(snapID, c.SequenceNumber, 10)
+	e.num = seq
+	snapID, seq = seq[:seqStart], seq[seqStart:]
+	for i, ri := range s.recs {
+		r := &c.Records[ri]
+		var hasKey, hasValue bool
+		e.key, hasKey = s.format.AppendKey(e.key[:0], c, r)
+		e.value, hasValue = s.format.AppendValue(e.value[:0], c, r)
+		b := e.rec[:0]
+		b = append(b, 0)                 // attributes
+		b = binary.AppendVarint(b, 0)    // timestamp delta: a snapshot has one commit time
+		b = binary.AppendVarint(b, int64(i))
+		b = appendBytesField(b, e.key, hasKey)
+		b = appendBytesField(b, e.value, hasValue)
+		b = binary.AppendVarint(b, 3)
+		b = appendHeader(b, HeaderSnapshotID, snapID)
+		b = appendHeader(b, HeaderSequenceNumber, seq)
+		b = appendHeaderString(b, HeaderOp, r.Op.Header())
+		e.rec = b
+		e.records = binary.AppendVarint(e.records, int64(len(b)))
+		e.records = append(e.records, b...)
+	}
+
+	attrs := int16(0)
+	payload := e.records
+	if s.compression != "" && s.compression != "none" {
+		comp, ok := compressors[s.compression]
+		if !ok {
+			return dst, fmt.Errorf("unknown compression %q", s.compression)
+		}
+		e.comp.Reset()
+		out, codec := comp.Compress(&e.comp, e.records)
+		if codec != kgo.CodecNone {
+			attrs = int16(codec)
+			payload = out
+		}
+	}
+
+	start := len(dst)
+	dst = append(dst, make([]byte, batchHeaderLen)...)
+	h := dst[start:]
+	n := int32(len(s.recs))
+	binary.BigEndian.PutUint64(h[0:], uint64(s.baseOffset))
+	binary.BigEndian.PutUint32(h[offLength:], uint32(batchHeaderLen-12+len(payload)))
+	binary.BigEndian.PutUint32(h[offLeaderEpoch:], uint32(s.leaderEpoch))
+	h[offMagic] = 2
+	binary.BigEndian.PutUint16(h[offAttributes:], uint16(attrs))
+	binary.BigEndian.PutUint32(h[offLastDelta:], uint32(n-1))
+	binary.BigEndian.PutUint64(h[offFirstTs:], uint64(ts))
+	binary.BigEndian.PutUint64(h[offMaxTs:], uint64(ts))
+	binary.BigEndian.PutUint64(h[offProducerID:], ^uint64(0))
+	binary.BigEndian.PutUint16(h[offProducerEpoch:], ^uint16(0))
+	binary.BigEndian.PutUint32(h[offBaseSequence:], ^uint32(0))
+	binary.BigEndian.PutUint32(h[offRecordCount:], uint32(n))
+	dst = append(dst, payload...)
+	crc := crc32.Checksum(dst[start+offAttributes:], crc32c)
+	binary.BigEndian.PutUint32(dst[start+offCRC:], crc)
+	return dst, nil
+}
+
+func appendBytesField(b, v []byte, present bool) []byte {
+	if !present {
+		return binary.AppendVarint(b, -1)
+	}
+	b = binary.AppendVarint(b, int64(len(v)))
+	return append(b, v...)
+}
+
+func appendHeader(b []byte, key string, v []byte) []byte {
+	b = binary.AppendVarint(b, int64(len(key)))
+	b = append(b, key...)
+	b = binary.AppendVarint(b, int64(len(v)))
+	return append(b, v...)
+}
+
+func appendHeaderString(b []byte, key, v string) []byte {
+	b = binary.AppendVarint(b, int64(len(key)))
+	b = append(b, key...)
+	b = binary.AppendVarint(b, int64(len(v)))
+	return append(b, v...)
+}

@@ -1,0 +1,168 @@
+package fetch
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/lakegw/lakegw/topics"
+)
+
+// maxWaitCap bounds a client's MaxWait so a hostile value cannot pin a
+// handler goroutine for days.
+const maxWaitCap = 5 * time.Minute
+
+// Serve answers a Fetch request: it reads what is there and, while fewer
+// than MinBytes are available, waits up to MaxWait for new snapshots of the
+// requested topics (woken by the topics' change channels, no polling).
+func (r *Reader) Serve(ctx context.Context, reg *topics.Registry, req *kmsg.FetchRequest) *kmsg.FetchResponse {
+	wait := min(time.Duration(max(req.MaxWaitMillis, 0))*time.Millisecond, maxWaitCap)
+	deadline := time.Now().Add(wait)
+	for {
+		// Collect the wake-up channels before reading, so a snapshot that
+		// lands between the read and the wait is not missed.
+		var wake []<-chan struct{}
+		for _, rt := range req.Topics {
+			if t, ok := reg.Topic(rt.Topic); ok {
+				wake = append(wake, t.Changed())
+			}
+		}
+		resp, total := r.readAll(ctx, reg, req)
+		remaining := time.Until(deadline)
+		if total >= int(req.MinBytes) || total > 0 && req.MinBytes <= 0 || remaining <= 0 || ctx.Err() != nil || len(wake) == 0 {
+			return resp
+		}
+		if !waitAny(ctx, wake, remaining) {
+			return resp
+		}
+	}
+}
+
+// waitAny blocks until one channel closes (true), or the timeout or ctx
+// ends the wait (false).
+func waitAny(ctx context.Context, chans []<-chan struct{}, timeout time.Duration) bool {
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	// Most fetches name one topic; a dynamic select is only needed for more.
+	if len(chans) == 1 {
+		select {
+		case <-chans[0]:
+			return true
+		case <-timer.C:
+		case <-ctx.Done():
+		}
+		return false
+	}
+	woke := make(chan struct{})
+	stop := make(chan struct{})
+	defer close(stop)
+	for _, ch := range chans {
+		go func() {
+			select {
+			case <-ch:
+				select {
+				case woke <- struct{}{}:
+				case <-stop:
+				}
+			case <-stop:
+			}
+		}()
+	}
+	select {
+	case <-woke:
+		return true
+	case <-timer.C:
+	case <-ctx.Done():
+	}
+	return false
+}
+
+func (r *Reader) readAll(ctx context.Context, reg *topics.Registry, req *kmsg.FetchRequest) (*kmsg.FetchResponse, int) {
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	// No fetch sessions: session id 0 tells clients to send full requests.
+	resp.SessionID = 0
+	total := 0
+	maxBytes := int(req.MaxBytes)
+	if req.Version < 3 || maxBytes <= 0 {
+		maxBytes = 50 << 20
+	}
+	for _, rt := range req.Topics {
+		ot := kmsg.NewFetchResponseTopic()
+		ot.Topic = rt.Topic
+		t, known := reg.Topic(rt.Topic)
+		for _, rp := range rt.Partitions {
+			op := kmsg.NewFetchResponseTopicPartition()
+			op.Partition = rp.Partition
+			op.HighWatermark, op.LastStableOffset, op.LogStartOffset = -1, -1, -1
+			op.PreferredReadReplica = -1
+			if !known || rp.Partition < 0 || rp.Partition >= t.Index.Partitions() {
+				op.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				ot.Partitions = append(ot.Partitions, op)
+				continue
+			}
+			r.readPartition(ctx, t, req.Version, rp, maxBytes-total, total == 0, &op)
+			total += len(op.RecordBatches)
+			ot.Partitions = append(ot.Partitions, op)
+		}
+		resp.Topics = append(resp.Topics, ot)
+	}
+	return resp, total
+}
+
+func (r *Reader) readPartition(ctx context.Context, t *topics.Topic, version int16, rp kmsg.FetchRequestTopicPartition,
+	budget int, first bool, op *kmsg.FetchResponseTopicPartition) {
+	idx := t.Index
+	p := rp.Partition
+	hw := idx.HighWatermark(p)
+	op.HighWatermark, op.LastStableOffset, op.LogStartOffset = hw, hw, idx.LogStart(p)
+	if version >= 9 && rp.CurrentLeaderEpoch >= 0 {
+		switch epoch := idx.LeaderEpoch(); {
+		case rp.CurrentLeaderEpoch < epoch:
+			op.ErrorCode = kerr.FencedLeaderEpoch.Code
+			return
+		case rp.CurrentLeaderEpoch > epoch:
+			op.ErrorCode = kerr.UnknownLeaderEpoch.Code
+			return
+		}
+	}
+	if rp.FetchOffset == hw {
+		if err := t.IndexError(); err != nil {
+			// The next snapshot cannot be read (a damaged table): say so
+			// rather than let the consumer wait forever in silence.
+			op.ErrorCode = kerr.KafkaStorageError.Code
+		}
+		return
+	}
+	limit := int(rp.PartitionMaxBytes)
+	if limit <= 0 || limit > budget {
+		limit = budget
+	}
+	if limit <= 0 && !first {
+		return
+	}
+	compression := t.Config.Compression
+	if compression == "zstd" && version < 10 {
+		// zstd needs Fetch v10+: older clients cannot decode it.
+		compression = "none"
+	}
+	batches, err := r.Read(ctx, t, p, rp.FetchOffset, max(limit, 1), compression, nil)
+	switch {
+	case errors.Is(err, ErrOffsetOutOfRange):
+		op.ErrorCode = kerr.OffsetOutOfRange.Code
+	case err != nil:
+		if ctx.Err() == nil {
+			r.log.Error().Err(err).Str("topic", t.Name).Int32("partition", p).Int64("offset", rp.FetchOffset).Msg("fetch failed")
+		}
+		op.ErrorCode = kerr.KafkaStorageError.Code
+		if len(batches) > 0 {
+			// Serve what was read before the failure.
+			op.ErrorCode = 0
+			op.RecordBatches = batches
+		}
+	default:
+		op.RecordBatches = batches
+	}
+}

@@ -1,0 +1,79 @@
+package lake
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+	_ "github.com/apache/iceberg-go/catalog/rest" // registers type=rest
+	_ "github.com/apache/iceberg-go/catalog/sql"  // registers type=sql
+)
+
+// EmbeddedCatalogName is the catalog name rows of the embedded SQL catalog
+// carry; other tools opening catalog.db must use it too.
+const EmbeddedCatalogName = "lakegw"
+
+// EmbeddedProps returns the catalog properties of the embedded default: an
+// Iceberg SQL catalog on SQLite (pure-Go driver) and a local warehouse, both
+// under dataDir.
+func EmbeddedProps(dataDir string) (iceberg.Properties, error) {
+	abs, err := filepath.Abs(dataDir)
+	if err != nil {
+		return nil, fmt.Errorf("data dir %s: %w", dataDir, err)
+	}
+	warehouse := filepath.Join(abs, "warehouse")
+	if err := os.MkdirAll(warehouse, 0o755); err != nil {
+		return nil, fmt.Errorf("create warehouse %s: %w", warehouse, err)
+	}
+	return iceberg.Properties{
+		"type":        "sql",
+		"sql.driver":  "sqlite",
+		"sql.dialect": "sqlite",
+		// WAL and a busy timeout let the gateway poll while a writer
+		// (quickstart, the CLI, a test) commits.
+		"uri":       "file:" + filepath.Join(abs, "catalog.db") + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)",
+		"warehouse": "file://" + warehouse,
+	}, nil
+}
+
+// OpenCatalog opens an iceberg-go catalog from properties ("type" selects
+// sql, rest, glue, hive...). With no properties it opens the embedded
+// default under dataDir.
+func OpenCatalog(ctx context.Context, dataDir string, props iceberg.Properties) (catalog.Catalog, error) {
+	name := props["name"]
+	if len(props) == 0 || props["type"] == "" && props["uri"] == "" {
+		emb, err := EmbeddedProps(dataDir)
+		if err != nil {
+			return nil, err
+		}
+		for k, v := range props {
+			emb[k] = v
+		}
+		props, name = emb, EmbeddedCatalogName
+	}
+	if name == "" {
+		name = EmbeddedCatalogName
+	}
+	cat, err := catalog.Load(ctx, name, props)
+	if err != nil {
+		return nil, fmt.Errorf("open catalog %q (type %s): %w", name, props["type"], err)
+	}
+	return cat, nil
+}
+
+// ParseIdent splits "<namespace>.<table>" at its last dot (namespaces may
+// themselves be nested with dots).
+func ParseIdent(name string) ([]string, error) {
+	i := strings.LastIndexByte(name, '.')
+	if i <= 0 || i == len(name)-1 {
+		return nil, fmt.Errorf("table name %q: want <namespace>.<table>", name)
+	}
+	return append(strings.Split(name[:i], "."), name[i+1:]), nil
+}
+
+// TopicName is the Kafka topic name of a table: "<namespace>.<table>".
+func TopicName(ident []string) string { return strings.Join(ident, ".") }

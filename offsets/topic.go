@@ -1,0 +1,281 @@
+package offsets
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/lakegw/lakegw/state"
+)
+
+// Segment is the run of offsets one snapshot occupies in one partition.
+type Segment = state.Segment
+
+// Snapshot is an indexed snapshot with its record count per partition.
+type Snapshot struct {
+	SnapshotID     int64
+	SequenceNumber int64
+	TimestampMs    int64
+	// Counts has one entry per partition.
+	Counts []int64
+}
+
+// Topic is the offset index of one topic. Every snapshot of the table gets a
+// segment in every partition (possibly empty), so all partitions index the
+// same snapshots in the same order. Safe for concurrent use.
+type Topic struct {
+	store *state.Store
+
+	mu    sync.RWMutex
+	st    state.TopicState
+	parts [][]Segment
+}
+
+// Open loads the index of a topic, creating an empty one when it has never
+// been indexed. When the table behind the topic was replaced (another table
+// UUID) or its partition count changed, the old offsets no longer mean
+// anything: the index restarts empty under a higher leader epoch so clients
+// see a truncation rather than silently different records.
+func Open(ctx context.Context, store *state.Store, topic, tableUUID string, partitions int32) (*Topic, error) {
+	if partitions < 1 {
+		return nil, fmt.Errorf("topic %s: partitions must be >= 1, got %d", topic, partitions)
+	}
+	st, segs, found, err := store.LoadTopic(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	t := &Topic{store: store}
+	if found && st.TableUUID == tableUUID && st.Partitions == partitions && len(st.Epochs) == int(partitions) {
+		t.st = st
+		t.parts = make([][]Segment, partitions)
+		for _, g := range segs {
+			if g.Partition < 0 || g.Partition >= partitions {
+				return nil, fmt.Errorf("topic %s: stored segment for partition %d of %d", topic, g.Partition, partitions)
+			}
+			t.parts[g.Partition] = append(t.parts[g.Partition], g)
+		}
+		return t, t.checkConsistent()
+	}
+	epoch := int32(0)
+	if found {
+		epoch = maxEpoch(st.Epochs) + 1
+	}
+	t.st = state.TopicState{Topic: topic, TableUUID: tableUUID, Partitions: partitions, Epochs: make([][]state.EpochStart, partitions)}
+	t.parts = make([][]Segment, partitions)
+	for p := range t.st.Epochs {
+		t.st.Epochs[p] = []state.EpochStart{{Epoch: epoch, StartOffset: 0}}
+	}
+	if err := store.ReplaceTopic(ctx, t.st, nil); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+func maxEpoch(epochs [][]state.EpochStart) int32 {
+	m := int32(0)
+	for _, es := range epochs {
+		for _, e := range es {
+			m = max(m, e.Epoch)
+		}
+	}
+	return m
+}
+
+// checkConsistent verifies that every partition indexes the same snapshots
+// and that offsets are dense: a damaged state store must not serve offsets
+// that point at the wrong records.
+func (t *Topic) checkConsistent() error {
+	for p, segs := range t.parts {
+		next := int64(0)
+		if len(segs) > 0 {
+			next = segs[0].BaseOffset
+		}
+		for i, g := range segs {
+			if g.BaseOffset != next || g.Count < 0 {
+				return fmt.Errorf("topic %s partition %d: offset index is not dense at segment %d (base %d, want %d)", t.st.Topic, p, i, g.BaseOffset, next)
+			}
+			next += g.Count
+			if len(t.parts[0]) <= i || t.parts[0][i].SnapshotID != g.SnapshotID {
+				return fmt.Errorf("topic %s: partitions 0 and %d index different snapshots", t.st.Topic, p)
+			}
+		}
+		if len(segs) != len(t.parts[0]) {
+			return fmt.Errorf("topic %s: partitions 0 and %d index %d and %d snapshots", t.st.Topic, p, len(t.parts[0]), len(segs))
+		}
+	}
+	return nil
+}
+
+// Name is the topic name.
+func (t *Topic) Name() string { return t.st.Topic }
+
+// Partitions is the number of partitions.
+func (t *Topic) Partitions() int32 { return t.st.Partitions }
+
+// Snapshots returns the indexed snapshots, in offset order.
+func (t *Topic) Snapshots() []Snapshot {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	out := make([]Snapshot, len(t.parts[0]))
+	for i, g := range t.parts[0] {
+		out[i] = Snapshot{SnapshotID: g.SnapshotID, SequenceNumber: g.SequenceNumber, TimestampMs: g.TimestampMs, Counts: make([]int64, len(t.parts))}
+		for p := range t.parts {
+			out[i].Counts[p] = t.parts[p][i].Count
+		}
+	}
+	return out
+}
+
+// Append adds snapshots at the end of the index, persisting them before they
+// become visible to readers.
+func (t *Topic) Append(ctx context.Context, snaps []Snapshot) error {
+	if len(snaps) == 0 {
+		return nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := t.st.Partitions
+	ends := make([]int64, n)
+	for p := range ends {
+		ends[p] = t.endLocked(int32(p))
+	}
+	var add []Segment
+	newParts := make([][]Segment, n)
+	for _, s := range snaps {
+		if int32(len(s.Counts)) != n {
+			return fmt.Errorf("topic %s: snapshot %d has counts for %d partitions, want %d", t.st.Topic, s.SnapshotID, len(s.Counts), n)
+		}
+		for p := int32(0); p < n; p++ {
+			g := Segment{Partition: p, SnapshotID: s.SnapshotID, SequenceNumber: s.SequenceNumber,
+				TimestampMs: s.TimestampMs, BaseOffset: ends[p], Count: s.Counts[p]}
+			ends[p] += s.Counts[p]
+			add = append(add, g)
+			newParts[p] = append(newParts[p], g)
+		}
+	}
+	if err := t.store.AppendSegments(ctx, t.st, add); err != nil {
+		return err
+	}
+	for p := range t.parts {
+		t.parts[p] = append(t.parts[p], newParts[p]...)
+	}
+	return nil
+}
+
+// Truncate keeps the first keep snapshots and drops the rest, under a new
+// leader epoch: the history after them was rewritten (rollback), and the
+// offsets past the kept ones will now name other records.
+func (t *Topic) Truncate(ctx context.Context, keep int) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if keep >= len(t.parts[0]) {
+		return nil
+	}
+	st := t.st
+	st.Epochs = make([][]state.EpochStart, len(t.st.Epochs))
+	epoch := maxEpoch(t.st.Epochs) + 1
+	parts := make([][]Segment, len(t.parts))
+	var all []Segment
+	for p := range t.parts {
+		parts[p] = append([]Segment(nil), t.parts[p][:keep]...)
+		all = append(all, parts[p]...)
+		end := int64(0)
+		if keep > 0 {
+			last := parts[p][keep-1]
+			end = last.BaseOffset + last.Count
+		}
+		st.Epochs[p] = append(append([]state.EpochStart(nil), t.st.Epochs[p]...), state.EpochStart{Epoch: epoch, StartOffset: end})
+	}
+	if err := t.store.ReplaceTopic(ctx, st, all); err != nil {
+		return err
+	}
+	t.st, t.parts = st, parts
+	return nil
+}
+
+func (t *Topic) endLocked(p int32) int64 {
+	segs := t.parts[p]
+	if len(segs) == 0 {
+		es := t.st.Epochs[p]
+		return es[len(es)-1].StartOffset
+	}
+	last := segs[len(segs)-1]
+	return last.BaseOffset + last.Count
+}
+
+// HighWatermark is the offset after the last record of partition p.
+func (t *Topic) HighWatermark(p int32) int64 {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.endLocked(p)
+}
+
+// LogStart is the first offset of partition p.
+func (t *Topic) LogStart(p int32) int64 {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if segs := t.parts[p]; len(segs) > 0 {
+		return segs[0].BaseOffset
+	}
+	return t.endLocked(p)
+}
+
+// Locate returns the segment that holds offset in partition p.
+func (t *Topic) Locate(p int32, offset int64) (Segment, bool) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	segs := t.parts[p]
+	// Ends are non-decreasing; the first segment ending after offset holds
+	// it, and cannot be empty if it starts at or before offset.
+	i := sort.Search(len(segs), func(i int) bool { return segs[i].BaseOffset+segs[i].Count > offset })
+	if i == len(segs) || segs[i].BaseOffset > offset {
+		return Segment{}, false
+	}
+	return segs[i], true
+}
+
+// OffsetForTime returns the first offset of the first snapshot committed at or
+// after ts in partition p, with that snapshot's commit time. ok is false when
+// no snapshot was committed at or after ts.
+func (t *Topic) OffsetForTime(p int32, ts int64) (offset, snapshotTs int64, ok bool) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	for _, g := range t.parts[p] {
+		if g.TimestampMs >= ts {
+			return g.BaseOffset, g.TimestampMs, true
+		}
+	}
+	return 0, 0, false
+}
+
+// LeaderEpoch is the current leader epoch of the topic.
+func (t *Topic) LeaderEpoch() int32 {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return maxEpoch(t.st.Epochs)
+}
+
+// EpochEnd answers OffsetForLeaderEpoch: the largest epoch <= requested and
+// the offset at which it ended (the high watermark for the current epoch).
+// ok is false when requested is newer than any epoch.
+func (t *Topic) EpochEnd(p int32, requested int32) (epoch int32, endOffset int64, ok bool) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	es := t.st.Epochs[p]
+	if requested > es[len(es)-1].Epoch {
+		return 0, 0, false
+	}
+	for i := len(es) - 1; i >= 0; i-- {
+		if es[i].Epoch > requested {
+			continue
+		}
+		if i == len(es)-1 {
+			return es[i].Epoch, t.endLocked(p), true
+		}
+		return es[i].Epoch, es[i+1].StartOffset, true
+	}
+	// Older than the first epoch we know: Kafka answers with the first
+	// epoch's start.
+	return es[0].Epoch, es[0].StartOffset, true
+}

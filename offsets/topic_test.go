@@ -1,0 +1,120 @@
+package offsets
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/lakegw/lakegw/state"
+)
+
+func openStore(t *testing.T, dir string) *state.Store {
+	t.Helper()
+	s, err := state.Open(context.Background(), filepath.Join(dir, "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestIndexDenseAndPersistent(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	store := openStore(t, dir)
+	tp, err := Open(ctx, store, "ns.t", "uuid-1", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snaps := []Snapshot{
+		{SnapshotID: 11, SequenceNumber: 1, TimestampMs: 1000, Counts: []int64{3, 0}},
+		{SnapshotID: 12, SequenceNumber: 2, TimestampMs: 2000, Counts: []int64{0, 0}},
+		{SnapshotID: 13, SequenceNumber: 3, TimestampMs: 3000, Counts: []int64{2, 5}},
+	}
+	if err := tp.Append(ctx, snaps[:1]); err != nil {
+		t.Fatal(err)
+	}
+	if err := tp.Append(ctx, snaps[1:]); err != nil {
+		t.Fatal(err)
+	}
+	check := func(tp *Topic) {
+		t.Helper()
+		if hw := tp.HighWatermark(0); hw != 5 {
+			t.Errorf("hwm p0 = %d, want 5", hw)
+		}
+		if hw := tp.HighWatermark(1); hw != 5 {
+			t.Errorf("hwm p1 = %d, want 5", hw)
+		}
+		for off, want := range map[int64]int64{0: 11, 2: 11, 3: 13, 4: 13} {
+			g, ok := tp.Locate(0, off)
+			if !ok || g.SnapshotID != want {
+				t.Errorf("Locate(0,%d) = %+v %v, want snapshot %d", off, g, ok, want)
+			}
+		}
+		if _, ok := tp.Locate(0, 5); ok {
+			t.Errorf("Locate at the high watermark must fail")
+		}
+		// Snapshot 12 has no records: a time lookup at its commit time lands
+		// on the next record, which belongs to snapshot 13.
+		if off, ts, ok := tp.OffsetForTime(0, 1500); !ok || off != 3 || ts != 2000 {
+			t.Errorf("OffsetForTime(0,1500) = %d %d %v, want 3 2000 true", off, ts, ok)
+		}
+		if off, _, ok := tp.OffsetForTime(1, 2500); !ok || off != 0 {
+			t.Errorf("OffsetForTime(1,2500) = %d %v, want 0 true", off, ok)
+		}
+		if _, _, ok := tp.OffsetForTime(0, 3001); ok {
+			t.Errorf("OffsetForTime after the last snapshot must not be found")
+		}
+	}
+	check(tp)
+	store.Close()
+
+	store = openStore(t, dir)
+	defer store.Close()
+	again, err := Open(ctx, store, "ns.t", "uuid-1", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(again)
+	if got := len(again.Snapshots()); got != 3 {
+		t.Fatalf("reopened index has %d snapshots, want 3", got)
+	}
+}
+
+func TestTruncateBumpsEpoch(t *testing.T) {
+	ctx := context.Background()
+	store := openStore(t, t.TempDir())
+	defer store.Close()
+	tp, err := Open(ctx, store, "ns.t", "u", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tp.Append(ctx, []Snapshot{{SnapshotID: 1, Counts: []int64{4}}, {SnapshotID: 2, Counts: []int64{6}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tp.Truncate(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if e := tp.LeaderEpoch(); e != 1 {
+		t.Fatalf("epoch after truncate = %d, want 1", e)
+	}
+	if err := tp.Append(ctx, []Snapshot{{SnapshotID: 3, Counts: []int64{2}}}); err != nil {
+		t.Fatal(err)
+	}
+	if ep, end, ok := tp.EpochEnd(0, 0); !ok || ep != 0 || end != 4 {
+		t.Errorf("EpochEnd(0) = %d %d %v, want 0 4 true", ep, end, ok)
+	}
+	if ep, end, ok := tp.EpochEnd(0, 1); !ok || ep != 1 || end != 6 {
+		t.Errorf("EpochEnd(1) = %d %d %v, want 1 6 true", ep, end, ok)
+	}
+	if _, _, ok := tp.EpochEnd(0, 2); ok {
+		t.Errorf("EpochEnd of a future epoch must fail")
+	}
+	// A different table under the same name starts over under a new epoch.
+	other, err := Open(ctx, store, "ns.t", "u2", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if other.HighWatermark(0) != 0 || other.LeaderEpoch() != 2 {
+		t.Errorf("replaced table: hwm %d epoch %d, want 0 2", other.HighWatermark(0), other.LeaderEpoch())
+	}
+}

@@ -1,0 +1,177 @@
+package protocol
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// conn is one client connection. A reader goroutine (serve) decodes
+// requests and hands each to its own handler goroutine; a writer goroutine
+// sends the responses in request order, as the protocol requires. At most
+// MaxInflightPerConn requests are in flight: the reader blocks beyond that,
+// which pushes back on the client through TCP.
+type conn struct {
+	s   *Server
+	nc  net.Conn
+	log zerolog.Logger
+}
+
+func newConn(s *Server, nc net.Conn) *conn {
+	return &conn{s: s, nc: nc, log: s.log.With().Str("client", nc.RemoteAddr().String()).Logger()}
+}
+
+// pending is the response slot of one request; nil bytes close the
+// connection once the responses before it are written.
+type pending chan []byte
+
+func (c *conn) serve(parent context.Context) {
+	ctx, cancel := context.WithCancel(parent)
+	defer cancel()
+	defer c.nc.Close()
+	slots := make(chan pending, c.s.cfg.MaxInflightPerConn)
+	writerDone := make(chan struct{})
+	go func() {
+		defer close(writerDone)
+		c.writeLoop(ctx, cancel, slots)
+	}()
+	c.readLoop(ctx, slots)
+	close(slots)
+	<-writerDone
+}
+
+func (c *conn) writeLoop(ctx context.Context, cancel context.CancelFunc, slots <-chan pending) {
+	w := bufio.NewWriterSize(c.nc, 64<<10)
+	fail := func(err error) {
+		c.log.Debug().Err(err).Msg("write response")
+		cancel()
+		c.nc.Close()
+	}
+	for slot := range slots {
+		var resp []byte
+		select {
+		case resp = <-slot:
+		case <-ctx.Done():
+			return
+		}
+		if resp == nil {
+			// The handler asked to close: flush what came before first.
+			_ = w.Flush()
+			cancel()
+			c.nc.Close()
+			return
+		}
+		if _, err := w.Write(resp); err != nil {
+			fail(err)
+			return
+		}
+		// Flush when no further response is queued: pipelined responses
+		// share writes without delaying the last one.
+		if len(slots) == 0 && w.Buffered() > 0 {
+			if err := w.Flush(); err != nil {
+				fail(err)
+				return
+			}
+		}
+	}
+	_ = w.Flush()
+}
+
+func (c *conn) readLoop(ctx context.Context, slots chan<- pending) {
+	r := bufio.NewReaderSize(c.nc, 64<<10)
+	var sizeBuf [4]byte
+	for {
+		if _, err := io.ReadFull(r, sizeBuf[:]); err != nil {
+			if !errors.Is(err, io.EOF) && ctx.Err() == nil && !errors.Is(err, net.ErrClosed) {
+				c.log.Debug().Err(err).Msg("read request size")
+			}
+			return
+		}
+		size := int32(binary.BigEndian.Uint32(sizeBuf[:]))
+		if size < 8 || size > c.s.cfg.MaxRequestBytes {
+			c.log.Warn().Int32("size", size).Int32("max", c.s.cfg.MaxRequestBytes).
+				Msg("closing connection: request frame size out of bounds")
+			return
+		}
+		body := make([]byte, size)
+		if _, err := io.ReadFull(r, body); err != nil {
+			c.log.Warn().Err(err).Msg("closing connection: truncated request frame")
+			return
+		}
+		req, err := parseRequest(body)
+		if err != nil {
+			c.log.Warn().Err(err).Msg("closing connection: malformed request")
+			return
+		}
+		slot := make(pending, 1)
+		select {
+		case slots <- slot:
+		case <-ctx.Done():
+			return
+		}
+		if req.earlyResponse != nil {
+			slot <- req.earlyResponse
+			continue
+		}
+		go func() {
+			slot <- c.handle(ctx, req)
+		}()
+	}
+}
+
+// handle runs one request's handler and frames its response; nil closes
+// the connection.
+func (c *conn) handle(ctx context.Context, req *request) (out []byte) {
+	defer func() {
+		// A handler bug must not take the gateway down with it.
+		if p := recover(); p != nil {
+			c.log.Error().Interface("panic", p).Int16("api_key", req.msg.Key()).Msg("handler panicked; closing connection")
+			out = nil
+		}
+	}()
+	h, ok := handlers[req.msg.Key()]
+	if !ok {
+		c.log.Warn().Int16("api_key", req.msg.Key()).Msg("closing connection: unsupported API key")
+		return nil
+	}
+	resp, err := h.handle(ctx, c, req.msg)
+	if err != nil {
+		if ctx.Err() == nil {
+			c.log.Warn().Err(err).Int16("api_key", req.msg.Key()).Int16("version", req.msg.GetVersion()).Msg("closing connection")
+		}
+		return nil
+	}
+	if resp == nil {
+		return noResponse
+	}
+	return frameResponse(req, resp)
+}
+
+// noResponse marks a request answered by silence.
+var noResponse = []byte{}
+
+func frameResponse(req *request, resp kmsg.Response) []byte {
+	resp.SetVersion(req.msg.GetVersion())
+	buf := make([]byte, 8, 256)
+	binary.BigEndian.PutUint32(buf[4:], uint32(req.correlationID))
+	// The ApiVersions response header is always v0 (no tagged fields), so
+	// that a client can read it before knowing which versions we speak.
+	if resp.IsFlexible() && req.msg.Key() != kmsg.ApiVersions.Int16() {
+		buf = append(buf, 0)
+	}
+	buf = resp.AppendTo(buf)
+	binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
+	return buf
+}
+
+// errorf wraps a handler error with its API name.
+func errorf(api string, format string, args ...any) error {
+	return fmt.Errorf(api+": "+format, args...)
+}

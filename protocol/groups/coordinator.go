@@ -1,0 +1,248 @@
+package groups
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// Defaults of Options, taken from Kafka's broker configuration so that
+// clients tuned for Kafka behave the same here.
+const (
+	defaultMinSessionTimeout = 6 * time.Second  // group.min.session.timeout.ms
+	defaultMaxSessionTimeout = 30 * time.Minute // group.max.session.timeout.ms
+	defaultMaxMetadataBytes  = 4096             // offset.metadata.max.bytes
+)
+
+// Options tune a Coordinator. The zero value is usable.
+type Options struct {
+	// TopicExists reports whether the gateway serves a partition. Commits
+	// for partitions it rejects are answered UNKNOWN_TOPIC_OR_PARTITION and
+	// not stored. Nil accepts every partition.
+	TopicExists func(topic string, partition int32) bool
+
+	// MinSessionTimeout and MaxSessionTimeout bound the session timeout a
+	// member may ask for (INVALID_SESSION_TIMEOUT outside). Zero means
+	// Kafka's defaults, 6s and 30m.
+	MinSessionTimeout time.Duration
+	MaxSessionTimeout time.Duration
+
+	// InitialRebalanceDelay holds the first rebalance of an empty group
+	// open this long (capped by the rebalance timeout) so that members
+	// started together land in one generation. Kafka's default is 3s; zero
+	// here completes the first rebalance as soon as every member joined.
+	InitialRebalanceDelay time.Duration
+
+	// MaxGroupSize caps the members of one group (GROUP_MAX_SIZE_REACHED).
+	// Zero means unlimited.
+	MaxGroupSize int
+
+	// MaxMetadataBytes caps the metadata string of a commit
+	// (OFFSET_METADATA_TOO_LARGE). Zero means 4096, as Kafka.
+	MaxMetadataBytes int
+}
+
+func (o Options) withDefaults() Options {
+	if o.MinSessionTimeout <= 0 {
+		o.MinSessionTimeout = defaultMinSessionTimeout
+	}
+	if o.MaxSessionTimeout <= 0 {
+		o.MaxSessionTimeout = defaultMaxSessionTimeout
+	}
+	if o.MaxMetadataBytes <= 0 {
+		o.MaxMetadataBytes = defaultMaxMetadataBytes
+	}
+	return o
+}
+
+// Coordinator states: requests are refused until committed offsets are
+// loaded (as Kafka does while it reads __consumer_offsets) and after Close.
+const (
+	statusLoading int32 = iota
+	statusReady
+	statusClosed
+)
+
+// Coordinator is the group coordinator of a single-node gateway: this node
+// coordinates every group. All group state lives behind one mutex; the
+// only goroutine it owns is the timer loop that expires sessions and ends
+// rebalance waits. Committed offsets live in an offsetTable with its own
+// locks so that a slow store never blocks heartbeats.
+type Coordinator struct {
+	store OffsetStore
+	log   zerolog.Logger
+	opts  Options
+
+	status atomic.Int32
+
+	mu       sync.Mutex
+	groups   map[string]*group
+	nextWake time.Time // when the timer loop is due to run; zero when idle
+
+	offsets *offsetTable
+
+	openMu sync.Mutex // serialises Open so offsets are loaded once
+
+	wake      chan struct{} // 1-slot: an earlier deadline than nextWake exists
+	quit      chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+// New returns a coordinator that keeps committed offsets in store. A nil
+// store keeps offsets in memory only (tests, throw-away gateways). The
+// coordinator answers COORDINATOR_LOAD_IN_PROGRESS until Open has loaded
+// the committed offsets; Close must be called to stop its timer goroutine.
+func New(store OffsetStore, log zerolog.Logger, opts Options) *Coordinator {
+	c := &Coordinator{
+		store:   store,
+		log:     log.With().Str("component", "groups").Logger(),
+		opts:    opts.withDefaults(),
+		groups:  make(map[string]*group),
+		offsets: newOffsetTable(),
+		wake:    make(chan struct{}, 1),
+		quit:    make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+	go c.run()
+	return c
+}
+
+// ErrClosed is returned by Open after Close.
+var ErrClosed = errors.New("groups: coordinator closed")
+
+// Open loads the committed offsets from the store and starts serving. It
+// may be retried after an error; once it succeeded, further calls do
+// nothing.
+func (c *Coordinator) Open(ctx context.Context) error {
+	c.openMu.Lock()
+	defer c.openMu.Unlock()
+	switch c.status.Load() {
+	case statusReady:
+		return nil
+	case statusClosed:
+		return ErrClosed
+	}
+	if c.store != nil {
+		offs, err := c.store.LoadOffsets(ctx)
+		if err != nil {
+			return fmt.Errorf("groups: load committed offsets: %w", err)
+		}
+		c.offsets.load(offs)
+		c.log.Info().Int("offsets", len(offs)).Msg("loaded committed offsets")
+	}
+	// Close may have run while we loaded; it wins.
+	c.status.CompareAndSwap(statusLoading, statusReady)
+	if c.status.Load() == statusClosed {
+		return ErrClosed
+	}
+	return nil
+}
+
+// Close answers every waiting JoinGroup and SyncGroup with
+// COORDINATOR_NOT_AVAILABLE, stops the timer goroutine and waits for it.
+// Requests after Close are refused the same way. It is safe to call twice.
+func (c *Coordinator) Close() {
+	c.closeOnce.Do(func() {
+		c.status.Store(statusClosed)
+		c.mu.Lock()
+		for _, g := range c.groups {
+			g.failWaiters(kerr.CoordinatorNotAvailable.Code)
+		}
+		c.mu.Unlock()
+		close(c.quit)
+		<-c.done
+	})
+}
+
+// statusCode is the error every request gets while the coordinator cannot
+// serve, or 0.
+func (c *Coordinator) statusCode() int16 {
+	switch c.status.Load() {
+	case statusLoading:
+		return kerr.CoordinatorLoadInProgress.Code
+	case statusClosed:
+		return kerr.CoordinatorNotAvailable.Code
+	}
+	return 0
+}
+
+// run is the timer loop. It sleeps until the earliest deadline of any
+// group (session expiry, end of a join or sync wait), or until schedule
+// reports an earlier one, and then lets every group act on the time.
+func (c *Coordinator) run() {
+	defer close(c.done)
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	defer t.Stop()
+	for {
+		select {
+		case <-c.quit:
+			return
+		case <-c.wake:
+		case <-t.C:
+		}
+		next := c.tick(time.Now())
+		t.Stop()
+		if !next.IsZero() {
+			t.Reset(time.Until(next))
+		}
+	}
+}
+
+// tick applies every deadline that has passed and returns the next one.
+func (c *Coordinator) tick(now time.Time) time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var next time.Time
+	for name, g := range c.groups {
+		g.expire(now)
+		if d := g.nextDeadline(); !d.IsZero() && (next.IsZero() || d.Before(next)) {
+			next = d
+		}
+		if g.forgettable() {
+			delete(c.groups, name)
+		}
+	}
+	c.nextWake = next
+	return next
+}
+
+// schedule makes sure the timer loop runs no later than d. Called with
+// c.mu held whenever a deadline is set.
+func (c *Coordinator) schedule(d time.Time) {
+	if !c.nextWake.IsZero() && !d.Before(c.nextWake) {
+		return
+	}
+	c.nextWake = d
+	select {
+	case c.wake <- struct{}{}:
+	default: // a wake-up is already pending; it will see d
+	}
+}
+
+// group returns the group named name, creating it when create is set.
+// Called with c.mu held.
+func (c *Coordinator) group(name string, create bool) *group {
+	g := c.groups[name]
+	if g == nil && create {
+		g = newGroup(c, name)
+		c.groups[name] = g
+	}
+	return g
+}
+
+// forget drops g from the map when nothing refers to it any more, so that
+// random group names (kcat, console consumers) do not pile up. Called with
+// c.mu held.
+func (c *Coordinator) forget(g *group) {
+	if g.forgettable() && c.groups[g.name] == g {
+		delete(c.groups, g.name)
+	}
+}

@@ -1,0 +1,128 @@
+package groups
+
+import (
+	"context"
+	"sort"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// groupType is the ListGroups v5 type of every group here: only the
+// classic protocol is implemented.
+const groupType = "classic"
+
+// DescribeGroups handles a DescribeGroups request (v0-v5). Member
+// metadata and assignments are shown only while the group is Stable, as
+// in Kafka, because only then do they belong to one generation.
+//
+// Version notes: v3 adds authorized operations (left unset: no ACLs
+// here); v4 adds the members' group.instance.id; v5 is flexible. A group
+// that does not exist is described as Dead without error (v6 would say
+// GROUP_ID_NOT_FOUND).
+func (c *Coordinator) DescribeGroups(_ context.Context, req *kmsg.DescribeGroupsRequest) *kmsg.DescribeGroupsResponse {
+	resp := kmsg.NewPtrDescribeGroupsResponse()
+	resp.Version = req.Version
+	code := c.statusCode()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, name := range req.Groups {
+		sg := kmsg.NewDescribeGroupsResponseGroup()
+		sg.Group = name
+		if code != 0 {
+			sg.ErrorCode = code
+			resp.Groups = append(resp.Groups, sg)
+			continue
+		}
+		g := c.groups[name]
+		switch {
+		case g != nil:
+			g.describe(&sg)
+		case c.offsets.hasGroup(name):
+			// Only committed offsets: a group of assign() users, or one
+			// whose members left before a restart.
+			sg.State = stateEmpty.String()
+		default:
+			sg.State = stateDead.String()
+			if req.Version >= 6 {
+				sg.ErrorCode = kerr.GroupIDNotFound.Code
+			}
+		}
+		resp.Groups = append(resp.Groups, sg)
+	}
+	return resp
+}
+
+func (g *group) describe(sg *kmsg.DescribeGroupsResponseGroup) {
+	sg.State = g.state.String()
+	sg.ProtocolType = g.protocolType
+	stable := g.state == stateStable
+	if stable {
+		sg.Protocol = g.protocol
+	}
+	for _, id := range g.sortedMemberIDs() {
+		m := g.members[id]
+		dm := kmsg.NewDescribeGroupsResponseGroupMember()
+		dm.MemberID = m.id
+		dm.InstanceID = m.instanceID
+		dm.ClientID = m.clientID
+		dm.ClientHost = m.clientHost
+		if stable {
+			dm.ProtocolMetadata = m.metadata(g.protocol)
+			dm.MemberAssignment = m.assignment
+		}
+		sg.Members = append(sg.Members, dm)
+	}
+}
+
+// ListGroups handles a ListGroups request (v0-v4): every group with
+// members or committed offsets.
+//
+// Version notes: v3 is flexible; v4 filters by state (case-insensitive,
+// as Kafka parses it); v5's type filter is honoured too.
+func (c *Coordinator) ListGroups(_ context.Context, req *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse {
+	resp := kmsg.NewPtrListGroupsResponse()
+	resp.Version = req.Version
+	if code := c.statusCode(); code != 0 {
+		resp.ErrorCode = code
+		return resp
+	}
+	type listed struct{ name, protocolType, state string }
+	var all []listed
+	c.mu.Lock()
+	for name, g := range c.groups {
+		all = append(all, listed{name, g.protocolType, g.state.String()})
+	}
+	for _, name := range c.offsets.groupNames() {
+		if c.groups[name] == nil {
+			all = append(all, listed{name, "", stateEmpty.String()})
+		}
+	}
+	c.mu.Unlock()
+	sort.Slice(all, func(i, j int) bool { return all[i].name < all[j].name })
+
+	matches := func(filter []string, v string) bool {
+		if len(filter) == 0 {
+			return true
+		}
+		for _, f := range filter {
+			if strings.EqualFold(f, v) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, l := range all {
+		if !matches(req.StatesFilter, l.state) || !matches(req.TypesFilter, groupType) {
+			continue
+		}
+		lg := kmsg.NewListGroupsResponseGroup()
+		lg.Group = l.name
+		lg.ProtocolType = l.protocolType
+		lg.GroupState = l.state
+		lg.GroupType = groupType
+		resp.Groups = append(resp.Groups, lg)
+	}
+	return resp
+}

@@ -1,0 +1,155 @@
+package groups
+
+import (
+	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// OffsetCommit handles an OffsetCommit request (v2-v8). The offsets are
+// durable in the OffsetStore before the response says so.
+//
+// Version notes: v2-v4 carry a retention time, which is accepted and not
+// applied (offsets here do not expire); v5 drops it; v6 adds the leader
+// epoch per partition; v7 adds group.instance.id; v8 is flexible.
+//
+// Who may commit, as in Kafka: a member of the current generation; or,
+// for a group without members, anyone with generation -1 and no member id
+// (a "simple" commit from a consumer that uses assign(), such as Flink's
+// KafkaSource). A generation-based commit to a group this coordinator
+// does not know is ILLEGAL_GENERATION, which makes the client rejoin.
+func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
+	resp := kmsg.NewPtrOffsetCommitResponse()
+	resp.Version = req.Version
+	for _, t := range req.Topics {
+		rt := kmsg.NewOffsetCommitResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewOffsetCommitResponseTopicPartition()
+			rp.Partition = p.Partition
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	setAll := func(code int16) *kmsg.OffsetCommitResponse {
+		for i := range resp.Topics {
+			for j := range resp.Topics[i].Partitions {
+				resp.Topics[i].Partitions[j].ErrorCode = code
+			}
+		}
+		return resp
+	}
+
+	if code := c.statusCode(); code != 0 {
+		return setAll(code)
+	}
+	if req.Group == "" {
+		return setAll(kerr.InvalidGroupID.Code)
+	}
+	now := time.Now()
+	c.mu.Lock()
+	code := c.validateCommit(req, now)
+	c.mu.Unlock()
+	if code != 0 {
+		return setAll(code)
+	}
+
+	var offs []CommittedOffset
+	type slot struct{ t, p int } // where each stored offset answers
+	var slots []slot
+	for i, t := range req.Topics {
+		for j, p := range t.Partitions {
+			rp := &resp.Topics[i].Partitions[j]
+			md := ""
+			if p.Metadata != nil {
+				md = *p.Metadata
+			}
+			switch {
+			case c.opts.TopicExists != nil && !c.opts.TopicExists(t.Topic, p.Partition):
+				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case len(md) > c.opts.MaxMetadataBytes:
+				rp.ErrorCode = kerr.OffsetMetadataTooLarge.Code
+			default:
+				epoch := p.LeaderEpoch
+				if req.Version < 6 {
+					epoch = -1
+				}
+				offs = append(offs, CommittedOffset{
+					Group:        req.Group,
+					Topic:        t.Topic,
+					Partition:    p.Partition,
+					Offset:       p.Offset,
+					LeaderEpoch:  epoch,
+					Metadata:     md,
+					CommitTimeMs: now.UnixMilli(),
+				})
+				slots = append(slots, slot{i, j})
+			}
+		}
+	}
+	if len(offs) == 0 {
+		return resp
+	}
+	if err := c.offsets.commit(ctx, c.store, req.Group, offs); err != nil {
+		// Retriable for the client: it commits again, as it would when a
+		// Kafka coordinator fails to append to __consumer_offsets.
+		c.log.Warn().Err(err).Str("group", req.Group).Int("partitions", len(offs)).Msg("offset commit failed")
+		for _, s := range slots {
+			resp.Topics[s.t].Partitions[s.p].ErrorCode = kerr.CoordinatorNotAvailable.Code
+		}
+		return resp
+	}
+	c.log.Debug().Str("group", req.Group).Str("member", req.MemberID).Int32("generation", req.Generation).
+		Int("partitions", len(offs)).Msg("offsets committed")
+	return resp
+}
+
+// validateCommit decides whether the committer may commit to the group;
+// called with c.mu held. A successful commit of a member also counts as
+// its heartbeat, as in Kafka.
+func (c *Coordinator) validateCommit(req *kmsg.OffsetCommitRequest, now time.Time) int16 {
+	instanceID := req.InstanceID
+	if req.Version < 7 {
+		instanceID = nil
+	}
+	simple := req.Generation < 0 && req.MemberID == "" && instanceID == nil
+
+	g := c.group(req.Group, false)
+	if g == nil {
+		switch {
+		case req.Generation >= 0:
+			// A member of a generation this coordinator does not know (the
+			// gateway restarted, or the group emptied and was forgotten).
+			return kerr.IllegalGeneration.Code
+		case simple:
+			return 0
+		default:
+			return kerr.UnknownMemberID.Code
+		}
+	}
+	if g.state == stateDead {
+		return kerr.CoordinatorNotAvailable.Code
+	}
+	if simple {
+		if len(g.members) > 0 {
+			// Only members commit to a group that has members.
+			return kerr.UnknownMemberID.Code
+		}
+		return 0
+	}
+	m, code := g.validateMember(req.MemberID, instanceID)
+	if code != 0 {
+		return code
+	}
+	if req.Generation != g.generation {
+		return kerr.IllegalGeneration.Code
+	}
+	if g.state == stateCompletingRebalance {
+		// Between join and sync nobody knows its partitions yet.
+		return kerr.RebalanceInProgress.Code
+	}
+	m.heartbeat(now)
+	return 0
+}

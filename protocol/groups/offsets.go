@@ -1,0 +1,145 @@
+package groups
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+)
+
+// offsetTable holds the committed offsets of every group in memory, the
+// copy OffsetFetch reads; the OffsetStore holds the durable one.
+//
+// Reads take mu briefly. Writes of one group are serialised by that
+// group's 1-slot semaphore around "save to the store, then apply": the
+// store and the memory see a group's commits in the same order, a slow
+// save delays only that group's commits, and a waiting commit gives up
+// when its connection closes.
+type offsetTable struct {
+	mu     sync.RWMutex
+	groups map[string]*groupOffsets
+}
+
+type groupOffsets struct {
+	sem   chan struct{}
+	parts map[string]map[int32]CommittedOffset // topic -> partition
+}
+
+func newOffsetTable() *offsetTable {
+	return &offsetTable{groups: make(map[string]*groupOffsets)}
+}
+
+// load replaces the table with what the store returned.
+func (t *offsetTable) load(offs []CommittedOffset) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.groups = make(map[string]*groupOffsets)
+	for _, o := range offs {
+		t.entry(o.Group).set(o)
+	}
+}
+
+// entry returns the group's offsets, creating them. Called with mu held
+// for writing.
+func (t *offsetTable) entry(group string) *groupOffsets {
+	g := t.groups[group]
+	if g == nil {
+		g = &groupOffsets{sem: make(chan struct{}, 1), parts: make(map[string]map[int32]CommittedOffset)}
+		t.groups[group] = g
+	}
+	return g
+}
+
+func (g *groupOffsets) set(o CommittedOffset) {
+	ps := g.parts[o.Topic]
+	if ps == nil {
+		ps = make(map[int32]CommittedOffset)
+		g.parts[o.Topic] = ps
+	}
+	ps[o.Partition] = o
+}
+
+// commit saves offs (all of one group) to store and, once that is
+// durable, makes them visible to fetches. A nil store commits to memory
+// only.
+func (t *offsetTable) commit(ctx context.Context, store OffsetStore, group string, offs []CommittedOffset) error {
+	t.mu.Lock()
+	g := t.entry(group)
+	t.mu.Unlock()
+
+	select {
+	case g.sem <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("commit offsets of group %q: %w", group, ctx.Err())
+	}
+	defer func() { <-g.sem }()
+
+	if store != nil {
+		if err := store.SaveOffsets(ctx, offs); err != nil {
+			return fmt.Errorf("save offsets of group %q: %w", group, err)
+		}
+	}
+	t.mu.Lock()
+	for _, o := range offs {
+		g.set(o)
+	}
+	t.mu.Unlock()
+	return nil
+}
+
+// get returns the committed offset of one partition.
+func (t *offsetTable) get(group, topic string, partition int32) (CommittedOffset, bool) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	g := t.groups[group]
+	if g == nil {
+		return CommittedOffset{}, false
+	}
+	o, ok := g.parts[topic][partition]
+	return o, ok
+}
+
+// all returns every committed offset of group, sorted by topic and
+// partition so responses are stable.
+func (t *offsetTable) all(group string) []CommittedOffset {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	g := t.groups[group]
+	if g == nil {
+		return nil
+	}
+	var out []CommittedOffset
+	for _, ps := range g.parts {
+		for _, o := range ps {
+			out = append(out, o)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Topic != out[j].Topic {
+			return out[i].Topic < out[j].Topic
+		}
+		return out[i].Partition < out[j].Partition
+	})
+	return out
+}
+
+// hasGroup reports whether group has any committed offset.
+func (t *offsetTable) hasGroup(group string) bool {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	g := t.groups[group]
+	return g != nil && len(g.parts) > 0
+}
+
+// groupNames lists the groups with committed offsets.
+func (t *offsetTable) groupNames() []string {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	names := make([]string, 0, len(t.groups))
+	for name, g := range t.groups {
+		if len(g.parts) > 0 {
+			names = append(names, name)
+		}
+	}
+	return names
+}

@@ -1,0 +1,61 @@
+package state
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// GroupOffset is a committed consumer group offset.
+type GroupOffset struct {
+	Group        string
+	Topic        string
+	Partition    int32
+	Offset       int64
+	LeaderEpoch  int32
+	Metadata     string
+	CommitTimeMs int64
+}
+
+// GroupOffsets returns every committed offset.
+func (s *Store) GroupOffsets(ctx context.Context) ([]GroupOffset, error) {
+	rows, err := s.db.QueryContext(ctx,
+		`SELECT group_id, topic, partition, offset, leader_epoch, metadata, commit_ms FROM group_offsets`)
+	if err != nil {
+		return nil, fmt.Errorf("load group offsets: %w", err)
+	}
+	defer rows.Close()
+	var out []GroupOffset
+	for rows.Next() {
+		var o GroupOffset
+		if err := rows.Scan(&o.Group, &o.Topic, &o.Partition, &o.Offset, &o.LeaderEpoch, &o.Metadata, &o.CommitTimeMs); err != nil {
+			return nil, fmt.Errorf("read group offset: %w", err)
+		}
+		out = append(out, o)
+	}
+	return out, rows.Err()
+}
+
+// SaveGroupOffsets upserts committed offsets in one transaction.
+func (s *Store) SaveGroupOffsets(ctx context.Context, offs []GroupOffset) error {
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		stmt, err := tx.PrepareContext(ctx,
+			`INSERT INTO group_offsets(group_id, topic, partition, offset, leader_epoch, metadata, commit_ms) VALUES(?,?,?,?,?,?,?)
+			 ON CONFLICT(group_id, topic, partition) DO UPDATE SET offset=excluded.offset,
+			   leader_epoch=excluded.leader_epoch, metadata=excluded.metadata, commit_ms=excluded.commit_ms`)
+		if err != nil {
+			return err
+		}
+		defer stmt.Close()
+		for _, o := range offs {
+			if _, err := stmt.ExecContext(ctx, o.Group, o.Topic, o.Partition, o.Offset, o.LeaderEpoch, o.Metadata, o.CommitTimeMs); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("save group offsets: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,212 @@
+package topics
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+	"github.com/rs/zerolog"
+
+	"github.com/lakegw/lakegw/lake"
+	"github.com/lakegw/lakegw/state"
+)
+
+// Registry is the set of served topics. It owns one watcher goroutine per
+// table, all stopped when Run returns.
+type Registry struct {
+	cfg   Config
+	cat   catalog.Catalog
+	store *state.Store
+	log   zerolog.Logger
+
+	mu       sync.RWMutex
+	topics   map[string]*Topic
+	watchers map[string]*watcher
+	wg       sync.WaitGroup
+
+	firstList chan struct{}
+	listOnce  sync.Once
+}
+
+// New returns a registry serving the tables of cat and those registered in
+// store. cat may be nil (registered tables only).
+func New(cfg Config, cat catalog.Catalog, store *state.Store, log zerolog.Logger) *Registry {
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = 200 * time.Millisecond
+	}
+	if cfg.ListInterval <= 0 {
+		cfg.ListInterval = time.Second
+	}
+	if cfg.ChangesCacheEntries <= 0 {
+		cfg.ChangesCacheEntries = 8
+	}
+	if cfg.Defaults.Format == "" {
+		cfg.Defaults = DefaultTopicConfig()
+	}
+	return &Registry{
+		cfg: cfg, cat: cat, store: store, log: log,
+		topics:    map[string]*Topic{},
+		watchers:  map[string]*watcher{},
+		firstList: make(chan struct{}),
+	}
+}
+
+// Topic returns a served topic by name.
+func (r *Registry) Topic(name string) (*Topic, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	t, ok := r.topics[name]
+	return t, ok
+}
+
+// Topics returns every served topic, sorted by name.
+func (r *Registry) Topics() []*Topic {
+	r.mu.RLock()
+	out := make([]*Topic, 0, len(r.topics))
+	for _, t := range r.topics {
+		out = append(out, t)
+	}
+	r.mu.RUnlock()
+	slices.SortFunc(out, func(a, b *Topic) int {
+		switch {
+		case a.Name < b.Name:
+			return -1
+		case a.Name > b.Name:
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// Ready is closed once every table found by the first listing has been
+// indexed (or has failed to): a gateway that answers Metadata before that
+// would show an incomplete topic list.
+func (r *Registry) Ready() <-chan struct{} { return r.firstList }
+
+// Run lists the tables periodically and keeps a watcher on each until ctx
+// is done; it returns after every watcher has stopped.
+func (r *Registry) Run(ctx context.Context) error {
+	defer r.wg.Wait()
+	tick := time.NewTicker(r.cfg.ListInterval)
+	defer tick.Stop()
+	for {
+		r.refreshTables(ctx)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+// tableSource says how to load one table.
+type tableSource struct {
+	ident    table.Identifier
+	metaLoc  string // registered tables only
+	remaps   []lake.Remap
+	fromCat  bool
+	regPaths string // identity of a registration, to notice re-registration
+}
+
+func (r *Registry) listSources(ctx context.Context) (map[string]tableSource, error) {
+	out := map[string]tableSource{}
+	if r.cat != nil {
+		idents, err := lake.ListAllTables(ctx, r.cat)
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range idents {
+			out[lake.TopicName(id)] = tableSource{ident: id, fromCat: true}
+		}
+	}
+	regs, err := r.store.RegisteredTables(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, reg := range regs {
+		id, err := lake.ParseIdent(reg.Ident)
+		if err != nil {
+			r.log.Error().Err(err).Str("table", reg.Ident).Msg("skipping registered table with a bad name")
+			continue
+		}
+		src := tableSource{ident: id, metaLoc: reg.MetadataLocation, regPaths: fmt.Sprint(reg.MetadataLocation, reg.Remaps)}
+		for _, s := range reg.Remaps {
+			rm, err := lake.ParseRemap(s)
+			if err != nil {
+				return nil, fmt.Errorf("registered table %s: %w", reg.Ident, err)
+			}
+			src.remaps = append(src.remaps, rm)
+		}
+		// A registration wins over a catalog table of the same name: the
+		// operator asked for it explicitly.
+		out[reg.Ident] = src
+	}
+	return out, nil
+}
+
+func (r *Registry) refreshTables(ctx context.Context) {
+	srcs, err := r.listSources(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			r.log.Error().Err(err).Msg("listing tables failed; keeping the current topics")
+		}
+		return
+	}
+	r.mu.Lock()
+	var started []*watcher
+	for name, src := range srcs {
+		if w, ok := r.watchers[name]; ok {
+			if w.src.regPaths == src.regPaths {
+				continue
+			}
+			w.stop()
+			delete(r.watchers, name)
+			delete(r.topics, name)
+		}
+		w := newWatcher(ctx, r, name, src)
+		r.watchers[name] = w
+		started = append(started, w)
+	}
+	for name, w := range r.watchers {
+		if _, ok := srcs[name]; !ok {
+			r.log.Info().Str("topic", name).Msg("table is gone; no longer serving it")
+			w.stop()
+			delete(r.watchers, name)
+			delete(r.topics, name)
+		}
+	}
+	r.mu.Unlock()
+	for _, w := range started {
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			w.run()
+		}()
+	}
+	r.listOnce.Do(func() {
+		// Wait for the first sync of the tables found now, bounded, so a
+		// slow table does not hold back the whole gateway.
+		deadline := time.After(30 * time.Second)
+		for _, w := range started {
+			select {
+			case <-w.firstSync:
+			case <-deadline:
+			case <-ctx.Done():
+			}
+		}
+		close(r.firstList)
+	})
+}
+
+func (r *Registry) publish(t *Topic) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if w, ok := r.watchers[t.Name]; ok && w.topic == t {
+		r.topics[t.Name] = t
+	}
+}

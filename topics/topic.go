@@ -1,0 +1,105 @@
+package topics
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/apache/iceberg-go/table"
+	lru "github.com/hashicorp/golang-lru/v2"
+	"golang.org/x/sync/singleflight"
+
+	"github.com/lakegw/lakegw/changelog"
+	"github.com/lakegw/lakegw/offsets"
+)
+
+// Topic is one served table.
+type Topic struct {
+	Name   string
+	Ident  table.Identifier
+	Config TopicConfig
+	Format changelog.Format
+	Index  *offsets.Topic
+
+	tbl atomic.Pointer[table.Table]
+
+	mu      sync.Mutex
+	changed chan struct{}
+	// indexErr is why indexing is stuck (a damaged table), nil when not.
+	indexErr error
+
+	changes *lru.Cache[int64, *changelog.Changes]
+	derive  singleflight.Group
+}
+
+// Table returns the latest loaded table metadata.
+func (t *Topic) Table() *table.Table { return t.tbl.Load() }
+
+// Changed returns a channel closed the next time the index grows (or the
+// topic's state otherwise changes). Fetches waiting at the high watermark
+// select on it: no busy polling.
+func (t *Topic) Changed() <-chan struct{} {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.changed
+}
+
+func (t *Topic) notify() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	close(t.changed)
+	t.changed = make(chan struct{})
+}
+
+// IndexError returns why the topic cannot grow past its high watermark, such
+// as a missing file in the next snapshot; nil when indexing is healthy.
+func (t *Topic) IndexError() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.indexErr
+}
+
+func (t *Topic) setIndexError(err error) {
+	t.mu.Lock()
+	changed := (err == nil) != (t.indexErr == nil)
+	t.indexErr = err
+	t.mu.Unlock()
+	if changed {
+		t.notify()
+	}
+}
+
+// Changes returns the change records of an indexed snapshot, deriving them
+// at most once at a time and keeping the most recent in a bounded cache.
+func (t *Topic) Changes(ctx context.Context, seg offsets.Segment) (*changelog.Changes, error) {
+	if c, ok := t.changes.Get(seg.SnapshotID); ok {
+		return c, nil
+	}
+	v, err, _ := t.derive.Do(strconv.FormatInt(seg.SnapshotID, 10), func() (any, error) {
+		tbl := t.Table()
+		ref := changelog.SnapshotRef{SnapshotID: seg.SnapshotID, SequenceNumber: seg.SequenceNumber, TimestampMs: seg.TimestampMs}
+		if s := tbl.SnapshotByID(seg.SnapshotID); s != nil && s.Summary != nil {
+			ref.Operation = string(s.Summary.Operation)
+		}
+		c, err := changelog.Derive(ctx, tbl, ref, t.deriveOptions())
+		if err != nil {
+			return nil, err
+		}
+		if got := c.CountByPartition(); int32(len(got)) != t.Index.Partitions() || got[seg.Partition] != seg.Count {
+			return nil, fmt.Errorf("snapshot %d of %s now derives %v records per partition, the index says %d in partition %d: the table's files changed under the index",
+				seg.SnapshotID, t.Name, got, seg.Count, seg.Partition)
+		}
+		t.changes.Add(seg.SnapshotID, c)
+		return c, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(*changelog.Changes), nil
+}
+
+func (t *Topic) deriveOptions() changelog.Options {
+	return changelog.Options{Partitions: t.Config.Partitions, KeyColumns: t.Config.KeyColumns}
+}

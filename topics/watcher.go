@@ -1,0 +1,237 @@
+package topics
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/apache/iceberg-go/table"
+	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/rs/zerolog"
+
+	"github.com/lakegw/lakegw/changelog"
+	"github.com/lakegw/lakegw/lake"
+	"github.com/lakegw/lakegw/offsets"
+)
+
+// watcher polls one table and extends its topic's index.
+type watcher struct {
+	r      *Registry
+	name   string
+	src    tableSource
+	log    zerolog.Logger
+	cancel context.CancelFunc
+	ctx    context.Context
+
+	topic     *Topic
+	lastMeta  string
+	lastErr   string
+	firstSync chan struct{}
+}
+
+func newWatcher(parent context.Context, r *Registry, name string, src tableSource) *watcher {
+	ctx, cancel := context.WithCancel(parent)
+	return &watcher{r: r, name: name, src: src, ctx: ctx, cancel: cancel,
+		log: r.log.With().Str("topic", name).Logger(), firstSync: make(chan struct{})}
+}
+
+func (w *watcher) stop() { w.cancel() }
+
+func (w *watcher) run() {
+	ctx := w.ctx
+	defer w.cancel()
+	first := true
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			if first {
+				close(w.firstSync)
+			}
+			return
+		case <-timer.C:
+		}
+		w.poll(ctx)
+		if first {
+			first = false
+			close(w.firstSync)
+		}
+		timer.Reset(w.r.cfg.PollInterval)
+	}
+}
+
+// poll reloads the table and indexes what is new. Errors are logged once
+// per distinct error (polling repeats them every interval) and recorded on
+// the topic so that fetches can report them.
+func (w *watcher) poll(ctx context.Context) {
+	err := w.sync(ctx)
+	if ctx.Err() != nil {
+		return
+	}
+	if err != nil {
+		if msg := err.Error(); msg != w.lastErr {
+			w.lastErr = msg
+			w.log.Error().Err(err).Msg("cannot index table; serving what is indexed")
+		}
+		if w.topic != nil {
+			w.topic.setIndexError(err)
+		}
+		return
+	}
+	if w.lastErr != "" {
+		w.log.Info().Msg("table indexing recovered")
+		w.lastErr = ""
+	}
+	if w.topic != nil {
+		w.topic.setIndexError(nil)
+	}
+}
+
+func (w *watcher) load(ctx context.Context) (*table.Table, error) {
+	if w.src.fromCat {
+		tbl, err := w.r.cat.LoadTable(ctx, w.src.ident)
+		if err != nil {
+			return nil, fmt.Errorf("load table: %w", err)
+		}
+		return tbl, nil
+	}
+	return lake.OpenTableAt(ctx, w.src.ident, w.src.metaLoc, w.r.cfg.CatalogProps, w.src.remaps)
+}
+
+func (w *watcher) sync(ctx context.Context) error {
+	if w.topic != nil && !w.src.fromCat && w.lastErr == "" {
+		// A registered table is pinned to its metadata file: nothing new
+		// can appear until it is registered again.
+		return nil
+	}
+	tbl, err := w.load(ctx)
+	if err != nil {
+		return err
+	}
+	if tbl.MetadataLocation() == w.lastMeta && w.lastErr == "" {
+		return nil
+	}
+	if w.topic == nil {
+		if err := w.openTopic(ctx, tbl); err != nil {
+			return err
+		}
+	}
+	w.topic.tbl.Store(tbl)
+	if err := w.index(ctx, tbl); err != nil {
+		return err
+	}
+	w.lastMeta = tbl.MetadataLocation()
+	return nil
+}
+
+func (w *watcher) openTopic(ctx context.Context, tbl *table.Table) error {
+	cfg, err := w.r.cfg.Defaults.withTableProps(tbl.Properties())
+	if err != nil {
+		return err
+	}
+	format, err := changelog.FormatByName(cfg.Format)
+	if err != nil {
+		return err
+	}
+	idx, err := offsets.Open(ctx, w.r.store, w.name, tbl.Metadata().TableUUID().String(), cfg.Partitions)
+	if err != nil {
+		return err
+	}
+	cache, err := lru.New[int64, *changelog.Changes](w.r.cfg.ChangesCacheEntries)
+	if err != nil {
+		return fmt.Errorf("changes cache: %w", err)
+	}
+	t := &Topic{Name: w.name, Ident: w.src.ident, Config: cfg, Format: format, Index: idx, changed: make(chan struct{}), changes: cache}
+	t.tbl.Store(tbl)
+	w.topic = t
+	w.r.publish(t)
+	w.log.Info().Str("format", cfg.Format).Int32("partitions", cfg.Partitions).
+		Int64("high_watermark", idx.HighWatermark(0)).Msg("serving table")
+	return nil
+}
+
+// index brings the topic's index up to the table's main-branch history.
+func (w *watcher) index(ctx context.Context, tbl *table.Table) error {
+	hist, err := changelog.MainHistory(tbl.Metadata())
+	if err != nil {
+		return err
+	}
+	t := w.topic
+	indexed := t.Index.Snapshots()
+	start := alignHistory(indexed, hist)
+	if start < 0 {
+		// The indexed history is not a prefix of the table's: a rollback or
+		// a rewritten branch. Keep what still agrees, drop the rest under a
+		// new leader epoch.
+		keep := commonPrefix(indexed, hist)
+		w.log.Warn().Int("kept_snapshots", keep).Int("dropped_snapshots", len(indexed)-keep).
+			Msg("table history was rewritten; truncating the topic under a new leader epoch")
+		if err := t.Index.Truncate(ctx, keep); err != nil {
+			return err
+		}
+		indexed = t.Index.Snapshots()
+		start = alignHistory(indexed, hist)
+		if start < 0 {
+			return fmt.Errorf("offset index of %s does not align with the table history after truncation", t.Name)
+		}
+	}
+	grew := false
+	defer func() {
+		if grew {
+			t.notify()
+		}
+	}()
+	for _, ref := range hist[start:] {
+		c, err := changelog.Derive(ctx, tbl, ref, t.deriveOptions())
+		if err != nil {
+			return fmt.Errorf("snapshot %d (sequence number %d): %w", ref.SnapshotID, ref.SequenceNumber, err)
+		}
+		counts := c.CountByPartition()
+		if err := t.Index.Append(ctx, []offsets.Snapshot{{SnapshotID: ref.SnapshotID, SequenceNumber: ref.SequenceNumber, TimestampMs: ref.TimestampMs, Counts: counts}}); err != nil {
+			return err
+		}
+		// Freshly committed snapshots are what waiting consumers read next.
+		t.changes.Add(ref.SnapshotID, c)
+		grew = true
+		w.log.Debug().Int64("snapshot_id", ref.SnapshotID).Int64("sequence_number", ref.SequenceNumber).
+			Str("operation", ref.Operation).Int("records", len(c.Records)).Msg("indexed snapshot")
+	}
+	return nil
+}
+
+// alignHistory returns the position in hist of the first snapshot not yet
+// indexed, or -1 when the index disagrees with hist. Snapshots expired from
+// the table (a history that starts inside the index) keep their offsets.
+func alignHistory(indexed []offsets.Snapshot, hist []changelog.SnapshotRef) int {
+	if len(indexed) == 0 {
+		return 0
+	}
+	off := 0
+	if len(hist) > 0 {
+		for off < len(indexed) && indexed[off].SnapshotID != hist[0].SnapshotID {
+			off++
+		}
+		if off == len(indexed) {
+			off = 0
+		}
+	}
+	n := len(indexed) - off
+	if n > len(hist) {
+		return -1
+	}
+	for i := 0; i < n; i++ {
+		if indexed[off+i].SnapshotID != hist[i].SnapshotID {
+			return -1
+		}
+	}
+	return n
+}
+
+func commonPrefix(indexed []offsets.Snapshot, hist []changelog.SnapshotRef) int {
+	i := 0
+	for i < len(indexed) && i < len(hist) && indexed[i].SnapshotID == hist[i].SnapshotID {
+		i++
+	}
+	return i
+}
