@@ -188,3 +188,5 @@ func countOps(c *Changes) map[Op]int {
 	}
 	return out
 }
+
+func stringsReader(s string) *strings.Reader { return strings.NewReader(s) }

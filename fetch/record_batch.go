@@ -98,8 +98,8 @@ func (e *batchEncoder) encode(dst []byte, s batchSpec) ([]byte, error) {
 		e.key, hasKey = s.format.AppendKey(e.key[:0], c, r)
 		e.value, hasValue = s.format.AppendValue(e.value[:0], c, r)
 		b := e.rec[:0]
-		b = append(b, 0)                 // attributes
-		b = binary.AppendVarint(b, 0)    // timestamp delta: a snapshot has one commit time
+		b = append(b, 0)              // attributes
+		b = binary.AppendVarint(b, 0) // timestamp delta: a snapshot has one commit time
 		b = binary.AppendVarint(b, int64(i))
 		b = appendBytesField(b, e.key, hasKey)
 		b = appendBytesField(b, e.value, hasValue)

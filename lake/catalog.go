@@ -11,6 +11,7 @@ import (
 	"github.com/apache/iceberg-go/catalog"
 	_ "github.com/apache/iceberg-go/catalog/rest" // registers type=rest
 	_ "github.com/apache/iceberg-go/catalog/sql"  // registers type=sql
+	_ "modernc.org/sqlite"                        // the embedded catalog's driver: pure Go, no cgo
 )
 
 // EmbeddedCatalogName is the catalog name rows of the embedded SQL catalog

@@ -134,9 +134,11 @@ func (d *Demo) LiveRows(ctx context.Context) (map[int64]Order, error) {
 	return scanOrders(ctx, tbl)
 }
 
-// Run commits a Step at once and then every interval until ctx is done, and
-// returns nil then. A failed Step is logged and the next one tried: the
-// quickstart must survive a transient catalog or disk error.
+// Run commits a Step every interval until ctx is done, and returns nil then.
+// The first Step comes after one interval: callers that want data at once
+// (the quickstart does) call Step themselves before Run. A failed Step is
+// logged and the next one tried: the quickstart must survive a transient
+// catalog or disk error.
 func (d *Demo) Run(ctx context.Context, every time.Duration) error {
 	if every <= 0 {
 		return fmt.Errorf("demo interval must be positive, got %v", every)
@@ -144,16 +146,13 @@ func (d *Demo) Run(ctx context.Context, every time.Duration) error {
 	ticker := time.NewTicker(every)
 	defer ticker.Stop()
 	for {
-		if _, err := d.Step(ctx); err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			d.log.Error().Err(err).Msg("demo step failed")
-		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-ticker.C:
+		}
+		if _, err := d.Step(ctx); err != nil && ctx.Err() == nil {
+			d.log.Error().Err(err).Msg("demo step failed")
 		}
 	}
 }

@@ -8,15 +8,15 @@ import (
 	"github.com/apache/iceberg-go/table"
 )
 
-// scanOrders reads the live rows of the table's current snapshot with
-// iceberg-go's scanner. A key seen twice means a delete was not applied (or
+// scanOrders reads the live rows of the table's current snapshot (or the one
+// chosen by opts) with iceberg-go's scanner. A key seen twice means a delete was not applied (or
 // another writer broke the identifier), which the oracle must not hide.
-func scanOrders(ctx context.Context, tbl *table.Table) (map[int64]Order, error) {
+func scanOrders(ctx context.Context, tbl *table.Table, opts ...table.ScanOption) (map[int64]Order, error) {
 	out := make(map[int64]Order)
 	if tbl.CurrentSnapshot() == nil {
 		return out, nil
 	}
-	_, records, err := tbl.Scan().ToArrowRecords(ctx)
+	_, records, err := tbl.Scan(opts...).ToArrowRecords(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("scan %v: %w", tbl.Identifier(), err)
 	}

@@ -6,4 +6,20 @@
 // It is part of the Kafka front end: it speaks kmsg requests and responses
 // and chooses Kafka error codes. It must not import fetch/, topics/,
 // changelog/, lake/ or lsm/.
+//
+// How it works. The protocol layer decodes a request, calls the method of
+// the same name on the Coordinator (JoinGroup, SyncGroup, Heartbeat,
+// LeaveGroup, DescribeGroups, ListGroups, OffsetCommit, OffsetFetch) with a
+// context that ends with the connection, and encodes the response, whose
+// Version is the request's. SupportedVersions gives the version ranges to
+// advertise in ApiVersions; WithClient passes the client id and host.
+//
+// This node coordinates every group. Membership state (group.go,
+// member.go) sits behind one mutex; JoinGroup and SyncGroup block their
+// caller's goroutine on a one-slot channel until the rebalance
+// (rebalance.go) answers them. One goroutine, owned by the Coordinator and
+// stopped by Close, sleeps until the earliest deadline (session expiry,
+// end of a join or sync wait) and applies it. Committed offsets
+// (offsets.go) are saved to the OffsetStore before a commit is
+// acknowledged and loaded from it by Open.
 package groups

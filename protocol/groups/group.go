@@ -16,6 +16,8 @@ const (
 	statePreparingRebalance
 	stateCompletingRebalance
 	stateStable
+	// stateDead is never a group's state here (groups are not deleted
+	// while in use); it is what DescribeGroups says of unknown groups.
 	stateDead
 )
 

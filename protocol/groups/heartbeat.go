@@ -33,9 +33,6 @@ func (c *Coordinator) heartbeat(req *kmsg.HeartbeatRequest, now time.Time) int16
 	if g == nil {
 		return kerr.UnknownMemberID.Code
 	}
-	if g.state == stateDead {
-		return kerr.CoordinatorNotAvailable.Code
-	}
 	instanceID := req.InstanceID
 	if req.Version < 3 {
 		instanceID = nil

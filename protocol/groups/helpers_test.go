@@ -54,6 +54,13 @@ func (s *memStore) SaveOffsets(_ context.Context, offs []CommittedOffset) error 
 	return nil
 }
 
+// count returns the number of stored offsets and of saves.
+func (s *memStore) count() (offsets, saves int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.offs), s.saves
+}
+
 func (s *memStore) setFail(err error) {
 	s.mu.Lock()
 	s.failErr = err
@@ -69,7 +76,7 @@ func testOpts() Options {
 
 func newOpened(t *testing.T, store OffsetStore, opts Options) *Coordinator {
 	t.Helper()
-	c := New(store, zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel), opts)
+	c := New(store, zerologFor(t), opts)
 	t.Cleanup(c.Close)
 	if err := c.Open(context.Background()); err != nil {
 		t.Fatalf("Open: %v", err)

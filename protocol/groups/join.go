@@ -70,9 +70,6 @@ func (c *Coordinator) join(ctx context.Context, req *kmsg.JoinGroupRequest, now 
 	if g == nil {
 		return fail(kerr.UnknownMemberID.Code)
 	}
-	if g.state == stateDead {
-		return fail(kerr.CoordinatorNotAvailable.Code)
-	}
 	j := joining{
 		req:       req,
 		ci:        clientFrom(ctx),

@@ -58,9 +58,6 @@ func (c *Coordinator) leave(groupName string, leaving []kmsg.LeaveGroupRequestMe
 		}
 		return 0
 	}
-	if g.state == stateDead {
-		return kerr.CoordinatorNotAvailable.Code
-	}
 	removed := 0
 	for i, lm := range leaving {
 		id := lm.MemberID

@@ -437,3 +437,23 @@ func TestListGroupsStatesFilter(t *testing.T) {
 		t.Fatalf("describe offsets-only: %+v", d.Groups[0])
 	}
 }
+
+func TestInitialRebalanceDelayGathersMembers(t *testing.T) {
+	o := testOpts()
+	o.InitialRebalanceDelay = 300 * time.Millisecond
+	c := newOpened(t, nil, o)
+	start := time.Now()
+	aJoin := joinAsync(context.Background(), c, joinReq("g", withVersion(3)))
+	waitState(t, c, "g", statePreparingRebalance)
+	// The first member alone does not complete the join: the delay holds
+	// it open for the second.
+	notYet(t, "a join during the initial delay", aJoin)
+	bJoin := joinAsync(context.Background(), c, joinReq("g", withVersion(3)))
+	ja, jb := recv(t, "a join", aJoin), recv(t, "b join", bJoin)
+	if ja.Generation != 1 || jb.Generation != 1 || len(ja.Members)+len(jb.Members) != 2 {
+		t.Fatalf("want one generation of two: %+v %+v", ja, jb)
+	}
+	if waited := time.Since(start); waited < 250*time.Millisecond {
+		t.Fatalf("join completed after %v, before the initial delay", waited)
+	}
+}

@@ -129,9 +129,6 @@ func (c *Coordinator) validateCommit(req *kmsg.OffsetCommitRequest, now time.Tim
 			return kerr.UnknownMemberID.Code
 		}
 	}
-	if g.state == stateDead {
-		return kerr.CoordinatorNotAvailable.Code
-	}
 	if simple {
 		if len(g.members) > 0 {
 			// Only members commit to a group that has members.

@@ -49,8 +49,8 @@ func TestOffsetCommitFetchAcrossRestart(t *testing.T) {
 
 	allCodes(t, "member commit", c.OffsetCommit(context.Background(), commitReq("g", id, gen, "t", map[int32]int64{0: 10, 1: 20})), 0)
 	allCodes(t, "recommit", c.OffsetCommit(context.Background(), commitReq("g", id, gen, "t", map[int32]int64{1: 21})), 0)
-	if store.saves != 2 {
-		t.Fatalf("store saw %d saves, want 2 (one per commit, before the ack)", store.saves)
+	if _, saves := store.count(); saves != 2 {
+		t.Fatalf("store saw %d saves, want 2 (one per commit, before the ack)", saves)
 	}
 	got := fetched(t, fetchV(c, 7, "g", map[string][]int32{"t": {0, 1, 2}}))
 	if got[0].Offset != 10 || got[1].Offset != 21 || got[2].Offset != -1 || got[2].LeaderEpoch != -1 {
@@ -145,7 +145,7 @@ func TestOffsetCommitPartitionErrors(t *testing.T) {
 			wantCode(t, fmt.Sprintf("%s/%d", tp.Topic, p.Partition), p.ErrorCode, want[i][j])
 		}
 	}
-	if n := len(store.offs); n != 1 {
+	if n, _ := store.count(); n != 1 {
 		t.Fatalf("store holds %d offsets, want only the valid one", n)
 	}
 }

@@ -47,9 +47,6 @@ func (c *Coordinator) sync(req *kmsg.SyncGroupRequest, now time.Time) (*kmsg.Syn
 	if g == nil {
 		return fail(kerr.UnknownMemberID.Code)
 	}
-	if g.state == stateDead {
-		return fail(kerr.CoordinatorNotAvailable.Code)
-	}
 	instanceID := req.InstanceID
 	if req.Version < 3 {
 		instanceID = nil
