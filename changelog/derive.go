@@ -94,8 +94,7 @@ func deriveEvents(ctx context.Context, tbl *table.Table, s *table.Snapshot, c *C
 	if delta.pureAppend() {
 		return deriveAppend(ctx, scan, delta, c)
 	}
-	return fmt.Errorf("snapshot removes data files or adds/removes delete files (%d data files removed, %d delete files added, %d removed): not supported yet",
-		len(delta.removedData), len(delta.addedDeletes), len(delta.removedDeletes))
+	return deriveDiff(ctx, tbl, scan, s, delta, c, opts)
 }
 
 // deriveAppend turns every row of the added data files (by file path, rows

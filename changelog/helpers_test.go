@@ -190,3 +190,47 @@ func countOps(c *Changes) map[Op]int {
 }
 
 func stringsReader(s string) *strings.Reader { return strings.NewReader(s) }
+
+func arrowTableFromRecords(recs ...arrow.RecordBatch) arrow.Table {
+	return array.NewTableFromRecords(recs[0].Schema(), recs)
+}
+
+func recordFromJSONSchema(t *testing.T, sc *arrow.Schema, rows string) arrow.RecordBatch {
+	t.Helper()
+	rec, _, err := array.RecordFromJSON(memory.DefaultAllocator, sc, strings.NewReader(rows))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec
+}
+
+func mustSelect(t *testing.T, sc *iceberg.Schema, ids []int) *iceberg.Schema {
+	t.Helper()
+	var names []string
+	for _, id := range ids {
+		n, ok := sc.FindColumnName(id)
+		if !ok {
+			t.Fatalf("no field %d", id)
+		}
+		names = append(names, n)
+	}
+	out, err := sc.Select(true, names...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// tableBatches returns the table's data as record batches the caller owns.
+func tableBatches(t *testing.T, tb arrow.Table) []arrow.RecordBatch {
+	t.Helper()
+	tr := array.NewTableReader(tb, 1<<20)
+	defer tr.Release()
+	var out []arrow.RecordBatch
+	for tr.Next() {
+		r := tr.RecordBatch()
+		r.Retain()
+		out = append(out, r)
+	}
+	return out
+}

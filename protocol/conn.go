@@ -11,6 +11,8 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/lakegw/lakegw/protocol/groups"
 )
 
 // conn is one client connection. A reader goroutine (serve) decodes
@@ -19,13 +21,15 @@ import (
 // MaxInflightPerConn requests are in flight: the reader blocks beyond that,
 // which pushes back on the client through TCP.
 type conn struct {
-	s   *Server
-	nc  net.Conn
-	log zerolog.Logger
+	s    *Server
+	nc   net.Conn
+	host string
+	log  zerolog.Logger
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
-	return &conn{s: s, nc: nc, log: s.log.With().Str("client", nc.RemoteAddr().String()).Logger()}
+	host, _, _ := net.SplitHostPort(nc.RemoteAddr().String())
+	return &conn{s: s, nc: nc, host: host, log: s.log.With().Str("client", nc.RemoteAddr().String()).Logger()}
 }
 
 // pending is the response slot of one request; nil bytes close the
@@ -141,6 +145,8 @@ func (c *conn) handle(ctx context.Context, req *request) (out []byte) {
 		c.log.Warn().Int16("api_key", req.msg.Key()).Msg("closing connection: unsupported API key")
 		return nil
 	}
+	// The group coordinator names members after the client id and host.
+	ctx = groups.WithClient(ctx, req.clientID, c.host)
 	resp, err := h.handle(ctx, c, req.msg)
 	if err != nil {
 		if ctx.Err() == nil {

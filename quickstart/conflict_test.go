@@ -2,12 +2,15 @@ package quickstart
 
 import (
 	"context"
+	"fmt"
 	"io/fs"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 )
 
@@ -42,7 +45,7 @@ func TestConcurrentCommitIsRetriedNotLost(t *testing.T) {
 		t.Fatalf("commit attempts %d, want 2 (one conflict, one retry)", hookCalls)
 	}
 
-	tbl, err := cat.LoadTable(ctx, DefaultTable)
+	tbl, err := cat.LoadTable(ctx, DefaultTable())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,4 +123,92 @@ func requireNoOrphanFiles(t *testing.T, tbl *table.Table) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// racingCatalog lets another writer commit inside the first CommitTable call
+// and then reports a clean conflict (table.ErrCommitFailed), the way a
+// catalog does when it loses a compare-and-swap. With retries enabled on the
+// table, that is the case where iceberg-go would replay the commit onto the
+// new head by itself.
+type racingCatalog struct {
+	catalog.Catalog
+	race  func(ctx context.Context) error
+	raced bool
+}
+
+// LoadTable binds the table to the wrapper, so that the transaction commits
+// through it rather than through the wrapped catalog.
+func (c *racingCatalog) LoadTable(ctx context.Context, ident table.Identifier) (*table.Table, error) {
+	tbl, err := c.Catalog.LoadTable(ctx, ident)
+	if err != nil {
+		return nil, err
+	}
+	return table.New(tbl.Identifier(), tbl.Metadata(), tbl.MetadataLocation(), tbl.FS, c), nil
+}
+
+func (c *racingCatalog) CommitTable(ctx context.Context, ident table.Identifier, reqs []table.Requirement, updates []table.Update) (table.Metadata, string, error) {
+	if !c.raced {
+		c.raced = true
+		if err := c.race(ctx); err != nil {
+			return nil, "", err
+		}
+		return nil, "", fmt.Errorf("%w: simulated lost compare-and-swap", table.ErrCommitFailed)
+	}
+	return c.Catalog.CommitTable(ctx, ident, reqs, updates)
+}
+
+// TestCommitIsNotReplayedBlindly checks that iceberg-go's own retry does not
+// commit a plan made against a stale head: both writers pick the next order
+// id and may update the same order, so a blind replay would leave duplicate
+// keys. The demo must replan instead.
+func TestCommitIsNotReplayedBlindly(t *testing.T) {
+	ctx := context.Background()
+	base, _ := openTestCatalog(t)
+	other := newTestDemo(t, base, 99)
+	steps(t, other, 2)
+	// iceberg-go retries a failed commit itself only when the table asks
+	// for it; its default is no retries.
+	tbl, err := base.LoadTable(ctx, DefaultTable())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx := tbl.NewTransaction()
+	if err := tx.SetProperties(iceberg.Properties{table.CommitNumRetriesKey: "2"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	var otherID int64
+	racing := &racingCatalog{Catalog: base, race: func(ctx context.Context) error {
+		var err error
+		otherID, err = other.Step(ctx)
+		return err
+	}}
+	mine := newTestDemo(t, racing, 42)
+	attempts := 0
+	mine.beforeCommit = func(context.Context) error { attempts++; return nil }
+	mineID, err := mine.Step(ctx)
+	if err != nil {
+		t.Fatalf("step through a racing catalog: %v", err)
+	}
+	if attempts != 2 {
+		t.Fatalf("demo made %d commit attempts, want 2 (conflict, then a replanned commit)", attempts)
+	}
+	tbl, err = base.LoadTable(ctx, DefaultTable())
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := tbl.SnapshotByID(mineID)
+	if snap == nil || snap.ParentSnapshotID == nil || *snap.ParentSnapshotID != otherID {
+		t.Fatalf("snapshot %d does not sit on the other writer's %d", mineID, otherID)
+	}
+	if mine.model.snapshotID != mineID {
+		t.Fatalf("model describes snapshot %d, want %d", mine.model.snapshotID, mineID)
+	}
+	requireTableMatchesModel(t, mine)
+	requireNoOrphanFiles(t, tbl)
+	steps(t, mine, 2)
+	requireTableMatchesModel(t, mine)
 }

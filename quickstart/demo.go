@@ -13,13 +13,16 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// DefaultTable is the table the quickstart writes.
-var DefaultTable = table.Identifier{"demo", "orders"}
+// DefaultTableName is the table the quickstart writes, as a dotted name.
+const DefaultTableName = "demo.orders"
+
+// DefaultTable returns the identifier of DefaultTableName.
+func DefaultTable() table.Identifier { return table.Identifier{"demo", "orders"} }
 
 // DemoOptions tunes the demo writer. Zero values take the defaults noted on
 // each field.
 type DemoOptions struct {
-	// Table is the table to write; default DefaultTable (demo.orders).
+	// Table is the table to write; default DefaultTable() (demo.orders).
 	Table table.Identifier
 	// Seed makes every random choice reproducible: two demos with the same
 	// seed, started on the same table history, commit the same rows.
@@ -43,7 +46,7 @@ type DemoOptions struct {
 
 func (o DemoOptions) withDefaults() DemoOptions {
 	if len(o.Table) == 0 {
-		o.Table = DefaultTable
+		o.Table = DefaultTable()
 	}
 	if o.Now == nil {
 		o.Now = time.Now

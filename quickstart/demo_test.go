@@ -29,7 +29,7 @@ func TestStepsMatchScan(t *testing.T) {
 		t.Fatalf("first snapshot holds %d orders, want 20", got)
 	}
 	requireTableMatchesModel(t, d)
-	tbl, err = cat.LoadTable(ctx, DefaultTable)
+	tbl, err = cat.LoadTable(ctx, DefaultTable())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestRunStopsOnCancel(t *testing.T) {
 
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		tbl, err := cat.LoadTable(context.Background(), DefaultTable)
+		tbl, err := cat.LoadTable(context.Background(), DefaultTable())
 		if err == nil && len(tbl.Metadata().Snapshots()) >= 3 {
 			break
 		}

@@ -50,7 +50,7 @@ func TestSnapshotsAreMergeOnRead(t *testing.T) {
 	cat, _ := openTestCatalog(t)
 	d := newTestDemo(t, cat, 42)
 	ids := steps(t, d, 8)
-	tbl, err := cat.LoadTable(context.Background(), DefaultTable)
+	tbl, err := cat.LoadTable(context.Background(), DefaultTable())
 	if err != nil {
 		t.Fatal(err)
 	}

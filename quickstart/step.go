@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
@@ -158,6 +157,15 @@ func (d *Demo) writeSnapshotFiles(ctx context.Context, tbl *table.Table, wfs ice
 
 func (d *Demo) commitFiles(ctx context.Context, tbl *table.Table, plan stepPlan, files snapshotFiles) (*table.Table, error) {
 	tx := tbl.NewTransaction()
+	// Pin the branch so that iceberg-go never replays this delta on a newer
+	// head by itself (it does when the table sets commit.retry.num-retries).
+	// A replay would commit the plan blind: the other writer's updates of
+	// the same orders would leave two live rows per key, and its new order
+	// ids could collide with ours. A failed pin is a conflict, and Step
+	// replans on the new head instead.
+	if err := tx.AssertRefSnapshotID(table.MainBranch); err != nil {
+		return nil, fmt.Errorf("pin branch of %v: %w", tbl.Identifier(), err)
+	}
 	rd := tx.NewRowDelta(iceberg.Properties{
 		SummaryInserts: strconv.Itoa(len(plan.inserts)),
 		SummaryUpdates: strconv.Itoa(len(plan.updates)),
@@ -181,9 +189,9 @@ func (d *Demo) commitFiles(ctx context.Context, tbl *table.Table, plan stepPlan,
 
 // applyCommitted moves the model to the committed snapshot. When the
 // snapshot sits directly on the base the plan was made against, the plan
-// says exactly what changed. Otherwise iceberg-go rebased the commit over
-// another writer's snapshot (its own retry on a catalog conflict), whose
-// rows the plan knows nothing of, so the model is rebuilt from the table.
+// says exactly what changed. The branch pin in commitFiles should make that
+// always so; should a catalog still land the commit elsewhere, the model is
+// rebuilt from the table rather than trusted.
 func (d *Demo) applyCommitted(ctx context.Context, committed *table.Table, snap *table.Snapshot, baseID int64, plan stepPlan, rowLocs map[int64]location) {
 	var parent int64
 	if snap.ParentSnapshotID != nil {
@@ -206,48 +214,6 @@ func (d *Demo) applyCommitted(ctx context.Context, committed *table.Table, snap 
 		d.model.put(o, rowLocs[o.OrderID])
 	}
 	d.model.snapshotID = snap.SnapshotID
-}
-
-// writeRows writes the rows as new data files and returns where each row
-// landed. Positions are read back from the written files rather than
-// assumed from input order, so they stay right however iceberg-go's writer
-// splits or orders its output.
-func writeRows(ctx context.Context, tbl *table.Table, orders []Order) ([]iceberg.DataFile, map[int64]location, error) {
-	sc, err := table.SchemaToArrowSchema(tbl.Schema(), nil, true, false)
-	if err != nil {
-		return nil, nil, fmt.Errorf("arrow schema of %v: %w", tbl.Identifier(), err)
-	}
-	rec, err := ordersToRecord(sc, orders)
-	if err != nil {
-		return nil, nil, fmt.Errorf("encode orders: %w", err)
-	}
-	// WriteRecords releases every batch it is given.
-	batches := func(yield func(arrow.RecordBatch, error) bool) { yield(rec, nil) }
-
-	var files []iceberg.DataFile
-	for f, err := range table.WriteRecords(ctx, tbl, sc, batches) {
-		if err != nil {
-			return files, nil, fmt.Errorf("write data files of %v: %w", tbl.Identifier(), err)
-		}
-		files = append(files, f)
-	}
-
-	locs := make(map[int64]location, len(orders))
-	for _, f := range files {
-		rows, err := readTasks(ctx, tbl, []table.FileScanTask{wholeFileTask(f)}, colOrderID)
-		if err != nil {
-			return files, nil, fmt.Errorf("read back %s: %w", f.FilePath(), err)
-		}
-		for pos, o := range rows {
-			locs[o.OrderID] = location{file: f.FilePath(), pos: int64(pos)}
-		}
-	}
-	for _, o := range orders {
-		if _, ok := locs[o.OrderID]; !ok {
-			return files, nil, fmt.Errorf("order_id %d is in none of the %d written data files", o.OrderID, len(files))
-		}
-	}
-	return files, locs, nil
 }
 
 // isCommitConflict reports whether err means another writer committed first
