@@ -23,11 +23,14 @@ func replayHistory(t *testing.T, tbl *table.Table, opts Options) []map[Op]int {
 	}
 	state := rowMultiset{}
 	var out []map[Op]int
+	var schema *iceberg.Schema
 	for i, snap := range hist {
 		c, err := Derive(context.Background(), tbl, snap, opts)
 		if err != nil {
 			t.Fatalf("snapshot %d (%s): %v", i, snap.Operation, err)
 		}
+		state = rekeyByID(t, state, schema, c.Schema)
+		schema = c.Schema
 		for j, r := range c.Records {
 			if p := r.Partition; p < 0 || p >= max(opts.Partitions, 1) {
 				t.Fatalf("snapshot %d record %d in partition %d", i, j, p)
@@ -95,6 +98,19 @@ func testMergeOnRead(t *testing.T, version string) {
 	// One row in each of the three files.
 	tbl = deleteWhere(t, tbl, idIn(9, 19, 29))
 	tbl = appendJSON(t, tbl, jsonRows(30, 35), 0)
+	// Make sure the writer produced the delete kind under test.
+	tasks, err := tbl.Scan().PlanFiles(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pos, dvs int
+	for _, task := range tasks {
+		pos += len(task.DeleteFiles)
+		dvs += len(task.DeletionVectorFiles)
+	}
+	if version == "2" && (pos == 0 || dvs != 0) || version == "3" && dvs == 0 {
+		t.Fatalf("format %s table has %d position delete files and %d deletion vectors", version, pos, dvs)
+	}
 	got := replayHistory(t, tbl, Options{})
 	wantCounts(t, got,
 		map[Op]int{OpInsert: 30},

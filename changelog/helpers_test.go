@@ -3,6 +3,7 @@ package changelog
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -231,6 +232,42 @@ func tableBatches(t *testing.T, tb arrow.Table) []arrow.RecordBatch {
 		r := tr.RecordBatch()
 		r.Retain()
 		out = append(out, r)
+	}
+	return out
+}
+
+// rekeyByID maps rows written under schema from onto schema to (top-level
+// columns matched by field id, so renames keep their values; new columns
+// are null, dropped ones go), as a consumer following the schema would.
+func rekeyByID(t *testing.T, m rowMultiset, from, to *iceberg.Schema) rowMultiset {
+	t.Helper()
+	if from == nil || from.ID == to.ID {
+		return m
+	}
+	out := rowMultiset{}
+	for k, n := range m {
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(k), &obj); err != nil {
+			t.Fatalf("row %s: %v", k, err)
+		}
+		var b strings.Builder
+		b.WriteByte('{')
+		for i, f := range to.Fields() {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			v := json.RawMessage("null")
+			if old, ok := from.FindFieldByID(f.ID); ok {
+				if ov, ok := obj[old.Name]; ok {
+					v = ov
+				}
+			}
+			b.Write(appendJSONString(nil, f.Name))
+			b.WriteByte(':')
+			b.Write(v)
+		}
+		b.WriteByte('}')
+		out[b.String()] += n
 	}
 	return out
 }

@@ -240,3 +240,15 @@ func mustClient(t *testing.T, addr string) *kgo.Client {
 	t.Cleanup(cl.Close)
 	return cl
 }
+
+// consumeAll reads n records of partition 0 from the start.
+func consumeAll(t *testing.T, addr string, n int) []*kgo.Record {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	return consumeN(t, cl, n, 30*time.Second)
+}

@@ -98,6 +98,7 @@ func (r *Reader) readAll(ctx context.Context, reg *topics.Registry, req *kmsg.Fe
 			op.Partition = rp.Partition
 			op.HighWatermark, op.LastStableOffset, op.LogStartOffset = -1, -1, -1
 			op.PreferredReadReplica = -1
+			op.RecordBatches = []byte{} // never null (size -1): librdkafka rejects it as a parse failure
 			if !known || rp.Partition < 0 || rp.Partition >= t.Index.Partitions() {
 				op.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				ot.Partitions = append(ot.Partitions, op)
@@ -163,6 +164,8 @@ func (r *Reader) readPartition(ctx context.Context, t *topics.Topic, version int
 			op.RecordBatches = batches
 		}
 	default:
-		op.RecordBatches = batches
+		if batches != nil {
+			op.RecordBatches = batches
+		}
 	}
 }

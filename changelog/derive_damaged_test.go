@@ -1,0 +1,99 @@
+package changelog
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/apache/iceberg-go/table"
+)
+
+// localPath turns a file: location of the test warehouse into a path.
+func localPath(loc string) string {
+	return strings.TrimPrefix(strings.TrimPrefix(loc, "file://"), "file:")
+}
+
+// TestDeriveDamagedNamesMissingFile removes, in turn, a data file, a manifest
+// and a manifest list of a table written by the test: deriving the snapshot
+// that needs the file fails with an error naming it.
+func TestDeriveDamagedNamesMissingFile(t *testing.T) {
+	ctx := context.Background()
+	setup := func(t *testing.T) (*table.Table, []SnapshotRef) {
+		cat := newTestCatalog(t)
+		tbl := createTable(t, cat, "damaged", testSchema())
+		tbl = appendJSON(t, tbl, jsonRows(0, 10), 0)
+		tbl = appendJSON(t, tbl, jsonRows(10, 20), 0)
+		tbl = deleteWhere(t, tbl, idIn(3)) // copy-on-write: reads the first file
+		hist, err := MainHistory(tbl.Metadata())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tbl, hist
+	}
+	check := func(t *testing.T, tbl *table.Table, snap SnapshotRef, missing string) {
+		t.Helper()
+		c, err := Derive(ctx, tbl, snap, Options{})
+		if err == nil {
+			c.Release()
+			t.Fatalf("derivation succeeded without %s", missing)
+		}
+		if !strings.Contains(err.Error(), missing) {
+			t.Fatalf("error does not name %s: %v", missing, err)
+		}
+		t.Log(err)
+	}
+	t.Run("data file", func(t *testing.T) {
+		tbl, hist := setup(t)
+		fs, _ := tbl.FS(ctx)
+		s := tbl.Metadata().SnapshotByID(hist[0].SnapshotID)
+		ms, err := s.Manifests(fs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries, err := ms[0].FetchEntries(fs, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := entries[0].DataFile().FilePath()
+		if err := os.Remove(localPath(path)); err != nil {
+			t.Fatal(err)
+		}
+		check(t, tbl, hist[0], path) // the append reads it
+		check(t, tbl, hist[2], path) // the rewrite reads its before-image
+		// The second append does not need it.
+		c, err := Derive(ctx, tbl, hist[1], Options{})
+		if err != nil {
+			t.Fatalf("unaffected snapshot: %v", err)
+		}
+		c.Release()
+	})
+	t.Run("manifest", func(t *testing.T) {
+		tbl, hist := setup(t)
+		fs, _ := tbl.FS(ctx)
+		s := tbl.Metadata().SnapshotByID(hist[1].SnapshotID)
+		ms, err := s.Manifests(fs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var path string
+		for _, m := range ms {
+			if m.SnapshotID() == hist[1].SnapshotID {
+				path = m.FilePath()
+			}
+		}
+		if err := os.Remove(localPath(path)); err != nil {
+			t.Fatal(err)
+		}
+		check(t, tbl, hist[1], path)
+	})
+	t.Run("manifest list", func(t *testing.T) {
+		tbl, hist := setup(t)
+		path := tbl.Metadata().SnapshotByID(hist[1].SnapshotID).ManifestList
+		if err := os.Remove(localPath(path)); err != nil {
+			t.Fatal(err)
+		}
+		check(t, tbl, hist[1], path)
+		check(t, tbl, hist[2], path) // its parent state is needed
+	})
+}
