@@ -144,7 +144,7 @@ func (e *batchEncoder) encode(dst []byte, s batchSpec) ([]byte, error) {
 	binary.BigEndian.PutUint32(h[offBaseSequence:], ^uint32(0))
 	binary.BigEndian.PutUint32(h[offRecordCount:], uint32(n))
 	dst = append(dst, payload...)
-	crc := crc32.Checksum(dst[start+offAttributes:], crc32c)
+	crc := crc32cOf(dst[start+offAttributes:])
 	binary.BigEndian.PutUint32(dst[start+offCRC:], crc)
 	return dst, nil
 }
@@ -170,3 +170,5 @@ func appendHeaderString(b []byte, key, v string) []byte {
 	b = binary.AppendVarint(b, int64(len(v)))
 	return append(b, v...)
 }
+
+func crc32cOf(b []byte) uint32 { return crc32.Checksum(b, crc32c) }

@@ -1,0 +1,179 @@
+package topics
+
+import (
+	"context"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+	"github.com/rs/zerolog"
+
+	"github.com/lakegw/lakegw/lake"
+	"github.com/lakegw/lakegw/state"
+)
+
+var testSchema = iceberg.NewSchemaWithIdentifiers(0, []int{1},
+	iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true})
+
+func appendIDs(t *testing.T, cat catalog.Catalog, ident table.Identifier, ids ...int64) *table.Table {
+	t.Helper()
+	ctx := context.Background()
+	tbl, err := cat.LoadTable(ctx, ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := table.SchemaToArrowSchema(testSchema, nil, false, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := array.NewRecordBuilder(memory.DefaultAllocator, sc)
+	defer b.Release()
+	for _, id := range ids {
+		b.Field(0).(*array.Int64Builder).Append(id)
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	at := array.NewTableFromRecords(sc, []arrow.RecordBatch{rec})
+	defer at.Release()
+	next, err := tbl.AppendTable(ctx, at, 1000, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return next
+}
+
+type fixture struct {
+	cat   catalog.Catalog
+	store *state.Store
+	reg   *Registry
+	stop  func()
+}
+
+func startRegistry(t *testing.T, dir string) *fixture {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	cat, err := lake.OpenCatalog(ctx, dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := state.Open(ctx, filepath.Join(dir, "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := New(Config{PollInterval: 20 * time.Millisecond, ListInterval: 50 * time.Millisecond}, cat, store, zerolog.New(zerolog.NewTestWriter(t)))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		reg.Run(ctx)
+	}()
+	f := &fixture{cat: cat, store: store, reg: reg}
+	f.stop = func() {
+		cancel()
+		<-done
+		store.Close()
+	}
+	t.Cleanup(f.stop)
+	return f
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestNewTablesAndSnapshotsAppearWithoutRestart(t *testing.T) {
+	dir := t.TempDir()
+	f := startRegistry(t, dir)
+	ctx := context.Background()
+	if err := f.cat.CreateNamespace(ctx, table.Identifier{"ns"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"a", "b"} {
+		if _, err := f.cat.CreateTable(ctx, table.Identifier{"ns", name}, testSchema); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "topic ns."+name, func() bool { _, ok := f.reg.Topic("ns." + name); return ok })
+	}
+	tp, _ := f.reg.Topic("ns.a")
+	changed := tp.Changed()
+	appendIDs(t, f.cat, table.Identifier{"ns", "a"}, 1, 2, 3)
+	select {
+	case <-changed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no wake-up after a commit")
+	}
+	waitFor(t, "3 records", func() bool { return tp.Index.HighWatermark(0) == 3 })
+	if got := len(f.reg.Topics()); got != 2 {
+		t.Fatalf("%d topics, want 2", got)
+	}
+	if err := f.cat.DropTable(ctx, table.Identifier{"ns", "b"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "dropped table to go", func() bool { _, ok := f.reg.Topic("ns.b"); return !ok })
+}
+
+func TestRollbackTruncatesUnderNewEpoch(t *testing.T) {
+	dir := t.TempDir()
+	f := startRegistry(t, dir)
+	ctx := context.Background()
+	ident := table.Identifier{"ns", "r"}
+	if err := f.cat.CreateNamespace(ctx, table.Identifier{"ns"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.cat.CreateTable(ctx, ident, testSchema); err != nil {
+		t.Fatal(err)
+	}
+	first := appendIDs(t, f.cat, ident, 1, 2)
+	appendIDs(t, f.cat, ident, 3, 4, 5)
+	waitFor(t, "topic", func() bool { tp, ok := f.reg.Topic("ns.r"); return ok && tp.Index.HighWatermark(0) == 5 })
+	tp, _ := f.reg.Topic("ns.r")
+
+	tbl, err := f.cat.LoadTable(ctx, ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx := tbl.NewTransaction()
+	if err := tx.RollbackToSnapshot(first.CurrentSnapshot().SnapshotID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "truncation", func() bool { return tp.Index.LeaderEpoch() == 1 && tp.Index.HighWatermark(0) == 2 })
+	appendIDs(t, f.cat, ident, 6)
+	waitFor(t, "new snapshot after rollback", func() bool { return tp.Index.HighWatermark(0) == 3 })
+	if epoch, end, ok := tp.Index.EpochEnd(0, 0); !ok || epoch != 0 || end != 2 {
+		t.Fatalf("epoch 0 ends at %d (%v), want 2", end, ok)
+	}
+}
+
+func TestRegistryStopsEveryGoroutine(t *testing.T) {
+	before := runtime.NumGoroutine()
+	dir := t.TempDir()
+	f := startRegistry(t, dir)
+	ctx := context.Background()
+	if err := f.cat.CreateNamespace(ctx, table.Identifier{"ns"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"x", "y", "z"} {
+		if _, err := f.cat.CreateTable(ctx, table.Identifier{"ns", name}, testSchema); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "3 topics", func() bool { return len(f.reg.Topics()) == 3 })
+	f.stop()
+	waitFor(t, "goroutines to stop", func() bool { return runtime.NumGoroutine() <= before+2 })
+}
