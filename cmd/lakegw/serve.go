@@ -114,7 +114,7 @@ func cmdServe(ctx context.Context, args []string, demo bool) error {
 		PollInterval: *pollInterval, ListInterval: *listInterval, Defaults: defaults, CatalogProps: props,
 	}, cat, store, log.With().Str("component", "topics").Logger())
 	reader := fetch.NewReader(fetch.Config{BatchRecords: *batchRecords, CacheBytes: *cacheBytes}, log.With().Str("component", "fetch").Logger())
-	coord := groups.New(protocol.GroupOffsetStore{Store: store}, log.With().Str("component", "groups").Logger(), groups.Options{
+	coord := groups.New(protocol.GroupOffsetStore{Store: store}, log, groups.Options{
 		TopicExists: func(topic string, p int32) bool {
 			t, ok := reg.Topic(topic)
 			return ok && p >= 0 && p < t.Index.Partitions()
