@@ -129,6 +129,16 @@ func (r *Reader) readPartition(ctx context.Context, t *topics.Topic, version int
 			return
 		}
 	}
+	if version >= 12 && rp.LastFetchedEpoch >= 0 {
+		// The consumer says which epoch its last record came from. If that
+		// epoch ended before its fetch offset (a history rewrite truncated
+		// the log), tell it where to truncate to instead of serving records
+		// that do not follow the ones it has.
+		if epoch, end, ok := idx.EpochEnd(p, rp.LastFetchedEpoch); ok && (epoch < rp.LastFetchedEpoch || end < rp.FetchOffset) {
+			op.DivergingEpoch.Epoch, op.DivergingEpoch.EndOffset = epoch, end
+			return
+		}
+	}
 	if rp.FetchOffset == hw {
 		if err := t.IndexError(); err != nil {
 			// The next snapshot cannot be read (a damaged table): say so
