@@ -25,9 +25,10 @@ type row struct {
 
 // snapshotRows is what one committed snapshot appended.
 type snapshotRows struct {
-	SnapshotID  int64
-	TimestampMs int64
-	Rows        []row
+	SnapshotID     int64
+	SequenceNumber int64
+	TimestampMs    int64
+	Rows           []row
 }
 
 var eventsSchema = iceberg.NewSchemaWithIdentifiers(0, []int{1},
@@ -102,7 +103,7 @@ func (w *tableWriter) appendRows(n int) snapshotRows {
 			w.t.Fatalf("append: %v", err)
 		}
 		s := next.CurrentSnapshot()
-		out := snapshotRows{SnapshotID: s.SnapshotID, TimestampMs: s.TimestampMs, Rows: rows}
+		out := snapshotRows{SnapshotID: s.SnapshotID, SequenceNumber: s.SequenceNumber, TimestampMs: s.TimestampMs, Rows: rows}
 		w.Snaps = append(w.Snaps, out)
 		return out
 	}
