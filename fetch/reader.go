@@ -36,6 +36,9 @@ type Reader struct {
 	// partRecs caches the record indexes of one partition of one snapshot
 	// (multi-partition topics only).
 	partRecs *lru.Cache[partRecsKey, []int32]
+
+	identityMu sync.RWMutex
+	identity   []int32
 }
 
 type partRecsKey struct {
@@ -110,7 +113,7 @@ func (r *Reader) Read(ctx context.Context, t *topics.Topic, p int32, offset int6
 
 func (r *Reader) partitionRecords(topic string, c *changelog.Changes, p int32) []int32 {
 	if c.Partitions <= 1 {
-		return identity(len(c.Records))
+		return r.identityOf(len(c.Records))
 	}
 	k := partRecsKey{topic: topic, snapshot: c.SnapshotID, partition: p}
 	if v, ok := r.partRecs.Get(k); ok {
@@ -121,29 +124,24 @@ func (r *Reader) partitionRecords(topic string, c *changelog.Changes, p int32) [
 	return v
 }
 
-var (
-	identityMu  sync.RWMutex
-	identityBuf []int32
-)
-
-// identity returns [0, n) without allocating once a large enough prefix
+// identityOf returns [0, n) without allocating once a large enough prefix
 // exists: single-partition topics (the default) read records in order.
-func identity(n int) []int32 {
-	identityMu.RLock()
-	if len(identityBuf) >= n {
-		b := identityBuf[:n]
-		identityMu.RUnlock()
+func (r *Reader) identityOf(n int) []int32 {
+	r.identityMu.RLock()
+	if len(r.identity) >= n {
+		b := r.identity[:n]
+		r.identityMu.RUnlock()
 		return b
 	}
-	identityMu.RUnlock()
-	identityMu.Lock()
-	defer identityMu.Unlock()
-	if len(identityBuf) < n {
-		nb := make([]int32, max(n, 2*len(identityBuf)))
+	r.identityMu.RUnlock()
+	r.identityMu.Lock()
+	defer r.identityMu.Unlock()
+	if len(r.identity) < n {
+		nb := make([]int32, max(n, 2*len(r.identity)))
 		for i := range nb {
 			nb[i] = int32(i)
 		}
-		identityBuf = nb
+		r.identity = nb
 	}
-	return identityBuf[:n]
+	return r.identity[:n]
 }
