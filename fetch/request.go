@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/lakegw/lakegw/offsets"
 	"github.com/lakegw/lakegw/topics"
 )
 
@@ -136,6 +137,14 @@ func (r *Reader) readPartition(ctx context.Context, t *topics.Topic, version int
 		// that do not follow the ones it has.
 		if epoch, end, ok := idx.EpochEnd(p, rp.LastFetchedEpoch); ok && (epoch < rp.LastFetchedEpoch || end < rp.FetchOffset) {
 			op.DivergingEpoch.Epoch, op.DivergingEpoch.EndOffset = epoch, end
+			return
+		}
+		// A compacted prefix rewrote the offsets below it under a newer
+		// epoch: a consumer that read them before cannot continue in the
+		// middle of the prefix, it must read the prefix from its start.
+		if seg, ok := idx.Locate(p, rp.FetchOffset); ok && seg.Kind == offsets.KindCompactedPrefix &&
+			rp.LastFetchedEpoch < idx.LeaderEpoch() && rp.FetchOffset > seg.BaseOffset {
+			op.DivergingEpoch.Epoch, op.DivergingEpoch.EndOffset = rp.LastFetchedEpoch, seg.BaseOffset
 			return
 		}
 	}

@@ -12,8 +12,17 @@ import (
 // Segment is the run of offsets one snapshot occupies in one partition.
 type Segment = state.Segment
 
+// Segment kinds.
+const (
+	KindChanges         = state.KindChanges
+	KindCompactedPrefix = state.KindCompactedPrefix
+)
+
 // Snapshot is an indexed snapshot with its record count per partition.
 type Snapshot struct {
+	// Kind is KindCompactedPrefix for the snapshot whose live rows stand in
+	// for the expired history before it.
+	Kind           state.SegmentKind
 	SnapshotID     int64
 	SequenceNumber int64
 	TimestampMs    int64
@@ -119,7 +128,7 @@ func (t *Topic) Snapshots() []Snapshot {
 	defer t.mu.RUnlock()
 	out := make([]Snapshot, len(t.parts[0]))
 	for i, g := range t.parts[0] {
-		out[i] = Snapshot{SnapshotID: g.SnapshotID, SequenceNumber: g.SequenceNumber, TimestampMs: g.TimestampMs, Counts: make([]int64, len(t.parts))}
+		out[i] = Snapshot{Kind: g.Kind, SnapshotID: g.SnapshotID, SequenceNumber: g.SequenceNumber, TimestampMs: g.TimestampMs, Counts: make([]int64, len(t.parts))}
 		for p := range t.parts {
 			out[i].Counts[p] = t.parts[p][i].Count
 		}
@@ -185,6 +194,51 @@ func (t *Topic) Truncate(ctx context.Context, keep int) error {
 			last := parts[p][keep-1]
 			end = last.BaseOffset + last.Count
 		}
+		st.Epochs[p] = append(append([]state.EpochStart(nil), t.st.Epochs[p]...), state.EpochStart{Epoch: epoch, StartOffset: end})
+	}
+	if err := t.store.ReplaceTopic(ctx, st, all); err != nil {
+		return err
+	}
+	t.st, t.parts = st, parts
+	return nil
+}
+
+// CompactPrefix replaces the segments of the first through+1 snapshots by
+// one compacted-prefix segment per partition holding live[p] records: the
+// live rows of snapshot through, which stand in for the history before it
+// once older snapshots are expired. Offsets after that snapshot keep their
+// meaning; the prefix ends where the snapshot's segment ended, so the log
+// start moves forward (Kafka log compaction: the prefix never holds more
+// records than the history it replaces). The prefix's offsets change
+// meaning, so it is written under a new leader epoch, starting where the
+// prefix ends: consumers past it are not disturbed.
+func (t *Topic) CompactPrefix(ctx context.Context, through int, live []int64) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if through < 0 || through >= len(t.parts[0]) {
+		return fmt.Errorf("topic %s: compact through snapshot %d of %d", t.st.Topic, through, len(t.parts[0]))
+	}
+	if int32(len(live)) != t.st.Partitions {
+		return fmt.Errorf("topic %s: live counts for %d partitions, want %d", t.st.Topic, len(live), t.st.Partitions)
+	}
+	st := t.st
+	st.Epochs = make([][]state.EpochStart, len(t.st.Epochs))
+	epoch := maxEpoch(t.st.Epochs) + 1
+	parts := make([][]Segment, len(t.parts))
+	var all []Segment
+	for p := range t.parts {
+		segs := t.parts[p]
+		last := segs[through]
+		end := last.BaseOffset + last.Count
+		replaced := end - segs[0].BaseOffset
+		if live[p] > replaced {
+			return fmt.Errorf("topic %s partition %d: %d live rows at snapshot %d exceed the %d records of the history they replace",
+				t.st.Topic, p, live[p], last.SnapshotID, replaced)
+		}
+		prefix := Segment{Kind: state.KindCompactedPrefix, Partition: int32(p), SnapshotID: last.SnapshotID,
+			SequenceNumber: last.SequenceNumber, TimestampMs: last.TimestampMs, BaseOffset: end - live[p], Count: live[p]}
+		parts[p] = append([]Segment{prefix}, segs[through+1:]...)
+		all = append(all, parts[p]...)
 		st.Epochs[p] = append(append([]state.EpochStart(nil), t.st.Epochs[p]...), state.EpochStart{Epoch: epoch, StartOffset: end})
 	}
 	if err := t.store.ReplaceTopic(ctx, st, all); err != nil {

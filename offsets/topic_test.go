@@ -118,3 +118,61 @@ func TestTruncateBumpsEpoch(t *testing.T) {
 		t.Errorf("replaced table: hwm %d epoch %d, want 0 2", other.HighWatermark(0), other.LeaderEpoch())
 	}
 }
+
+func TestCompactPrefixKeepsLaterOffsets(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	store := openStore(t, dir)
+	tp, err := Open(ctx, store, "ns.t", "u", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 10 inserts, then 4 updates and 2 deletes (6 events), then 3 inserts.
+	snaps := []Snapshot{
+		{SnapshotID: 1, TimestampMs: 10, Counts: []int64{10}},
+		{SnapshotID: 2, TimestampMs: 20, Counts: []int64{6}},
+		{SnapshotID: 3, TimestampMs: 30, Counts: []int64{3}},
+	}
+	if err := tp.Append(ctx, snaps); err != nil {
+		t.Fatal(err)
+	}
+	// Snapshot 1 expired: snapshot 2's 8 live rows replace offsets 0..15.
+	if err := tp.CompactPrefix(ctx, 1, []int64{8}); err != nil {
+		t.Fatal(err)
+	}
+	check := func(tp *Topic) {
+		t.Helper()
+		if ls, hw := tp.LogStart(0), tp.HighWatermark(0); ls != 8 || hw != 19 {
+			t.Fatalf("log start %d hwm %d, want 8 19", ls, hw)
+		}
+		g, ok := tp.Locate(0, 8)
+		if !ok || g.Kind != KindCompactedPrefix || g.SnapshotID != 2 || g.Count != 8 {
+			t.Fatalf("offset 8: %+v %v", g, ok)
+		}
+		if g, ok := tp.Locate(0, 16); !ok || g.Kind != KindChanges || g.SnapshotID != 3 || g.BaseOffset != 16 {
+			t.Fatalf("offset 16 keeps naming snapshot 3: %+v %v", g, ok)
+		}
+		if _, ok := tp.Locate(0, 7); ok {
+			t.Fatal("offsets before the log start must not resolve")
+		}
+		// Consumers past the prefix see no divergence; the epoch moved on.
+		if ep, end, ok := tp.EpochEnd(0, 0); !ok || ep != 0 || end != 16 {
+			t.Fatalf("EpochEnd(0) = %d %d %v, want 0 16", ep, end, ok)
+		}
+		if tp.LeaderEpoch() != 1 {
+			t.Fatalf("epoch %d, want 1", tp.LeaderEpoch())
+		}
+	}
+	check(tp)
+	store.Close()
+	store = openStore(t, dir)
+	defer store.Close()
+	again, err := Open(ctx, store, "ns.t", "u", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(again)
+	if err := again.CompactPrefix(ctx, 0, []int64{17}); err == nil {
+		t.Fatal("a prefix larger than the history it replaces must be refused")
+	}
+}

@@ -8,8 +8,20 @@ import (
 	"fmt"
 )
 
+// SegmentKind says what a segment's records are.
+type SegmentKind int8
+
+const (
+	// KindChanges: the change events of the snapshot.
+	KindChanges SegmentKind = 0
+	// KindCompactedPrefix: the live rows of the snapshot, standing in for
+	// the history up to it after older snapshots were expired.
+	KindCompactedPrefix SegmentKind = 1
+)
+
 // Segment is the run of offsets one snapshot occupies in one partition.
 type Segment struct {
+	Kind           SegmentKind
 	Partition      int32
 	SnapshotID     int64
 	SequenceNumber int64
@@ -50,7 +62,7 @@ func (s *Store) LoadTopic(ctx context.Context, topic string) (st TopicState, seg
 		return TopicState{}, nil, false, fmt.Errorf("topic %s: bad epochs %q: %w", topic, epochs, err)
 	}
 	rows, err := s.db.QueryContext(ctx,
-		`SELECT partition, snapshot_id, sequence_number, timestamp_ms, base_offset, record_count
+		`SELECT kind, partition, snapshot_id, sequence_number, timestamp_ms, base_offset, record_count
 		 FROM segments WHERE topic=? ORDER BY partition, base_offset, rowid`, topic)
 	if err != nil {
 		return TopicState{}, nil, false, fmt.Errorf("load segments of %s: %w", topic, err)
@@ -58,7 +70,7 @@ func (s *Store) LoadTopic(ctx context.Context, topic string) (st TopicState, seg
 	defer rows.Close()
 	for rows.Next() {
 		var g Segment
-		if err := rows.Scan(&g.Partition, &g.SnapshotID, &g.SequenceNumber, &g.TimestampMs, &g.BaseOffset, &g.Count); err != nil {
+		if err := rows.Scan(&g.Kind, &g.Partition, &g.SnapshotID, &g.SequenceNumber, &g.TimestampMs, &g.BaseOffset, &g.Count); err != nil {
 			return TopicState{}, nil, false, fmt.Errorf("read segment of %s: %w", topic, err)
 		}
 		segs = append(segs, g)
@@ -99,14 +111,14 @@ func (s *Store) writeTopic(ctx context.Context, st TopicState, segs []Segment, r
 			}
 		}
 		stmt, err := tx.PrepareContext(ctx,
-			`INSERT INTO segments(topic, partition, base_offset, snapshot_id, sequence_number, timestamp_ms, record_count)
-			 VALUES(?,?,?,?,?,?,?)`)
+			`INSERT INTO segments(topic, partition, base_offset, snapshot_id, sequence_number, timestamp_ms, record_count, kind)
+			 VALUES(?,?,?,?,?,?,?,?)`)
 		if err != nil {
 			return err
 		}
 		defer stmt.Close()
 		for _, g := range segs {
-			if _, err := stmt.ExecContext(ctx, st.Topic, g.Partition, g.BaseOffset, g.SnapshotID, g.SequenceNumber, g.TimestampMs, g.Count); err != nil {
+			if _, err := stmt.ExecContext(ctx, st.Topic, g.Partition, g.BaseOffset, g.SnapshotID, g.SequenceNumber, g.TimestampMs, g.Count, g.Kind); err != nil {
 				return err
 			}
 		}

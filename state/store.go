@@ -31,6 +31,7 @@ CREATE TABLE IF NOT EXISTS segments (
 	sequence_number INTEGER NOT NULL,
 	timestamp_ms    INTEGER NOT NULL,
 	record_count    INTEGER NOT NULL,
+	kind            INTEGER NOT NULL DEFAULT 0,
 	PRIMARY KEY (topic, partition, base_offset, snapshot_id)
 );
 CREATE TABLE IF NOT EXISTS group_offsets (

@@ -15,7 +15,9 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/rs/zerolog"
 
+	"github.com/lakegw/lakegw/changelog"
 	"github.com/lakegw/lakegw/lake"
+	"github.com/lakegw/lakegw/offsets"
 	"github.com/lakegw/lakegw/state"
 )
 
@@ -176,4 +178,61 @@ func TestRegistryStopsEveryGoroutine(t *testing.T) {
 	waitFor(t, "3 topics", func() bool { return len(f.reg.Topics()) == 3 })
 	f.stop()
 	waitFor(t, "goroutines to stop", func() bool { return runtime.NumGoroutine() <= before+2 })
+}
+
+func TestExpiredSnapshotsBecomeACompactedPrefix(t *testing.T) {
+	dir := t.TempDir()
+	f := startRegistry(t, dir)
+	ctx := context.Background()
+	ident := table.Identifier{"ns", "e"}
+	if err := f.cat.CreateNamespace(ctx, table.Identifier{"ns"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.cat.CreateTable(ctx, ident, testSchema); err != nil {
+		t.Fatal(err)
+	}
+	appendIDs(t, f.cat, ident, 1, 2, 3, 4)
+	tbl, err := f.cat.LoadTable(ctx, ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tbl.Delete(ctx, iceberg.LessThan(iceberg.Reference("id"), int64(3)), nil); err != nil {
+		t.Fatal(err)
+	}
+	appendIDs(t, f.cat, ident, 5)
+	waitFor(t, "7 records", func() bool { tp, ok := f.reg.Topic("ns.e"); return ok && tp.Index.HighWatermark(0) == 7 })
+	tp, _ := f.reg.Topic("ns.e")
+
+	// Expire the first snapshot: the second (2 live rows) becomes the
+	// compacted prefix in place of the first 6 offsets.
+	tbl, err = f.cat.LoadTable(ctx, ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx := tbl.NewTransaction()
+	if err := tx.ExpireSnapshots(table.WithRetainLast(2), table.WithOlderThan(0)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "compacted prefix", func() bool { return tp.Index.LogStart(0) == 4 })
+	if hw, ep := tp.Index.HighWatermark(0), tp.Index.LeaderEpoch(); hw != 7 || ep != 1 {
+		t.Fatalf("after expiry: hwm %d epoch %d, want 7 1", hw, ep)
+	}
+	seg, ok := tp.Index.Locate(0, 4)
+	if !ok || seg.Kind != offsets.KindCompactedPrefix {
+		t.Fatalf("offset 4: %+v", seg)
+	}
+	c, err := tp.Changes(ctx, seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Records) != 2 || c.Records[0].Op != changelog.OpRead {
+		t.Fatalf("prefix has %d records", len(c.Records))
+	}
+	last, _ := tp.Index.Locate(0, 6)
+	if last.Kind != offsets.KindChanges || last.Count != 1 {
+		t.Fatalf("offset 6 must still be the last snapshot's insert: %+v", last)
+	}
 }

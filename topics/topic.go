@@ -3,7 +3,6 @@ package topics
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -13,6 +12,7 @@ import (
 
 	"github.com/lakegw/lakegw/changelog"
 	"github.com/lakegw/lakegw/offsets"
+	"github.com/lakegw/lakegw/state"
 )
 
 // Topic is one served table.
@@ -30,7 +30,7 @@ type Topic struct {
 	// indexErr is why indexing is stuck (a damaged table), nil when not.
 	indexErr error
 
-	changes *lru.Cache[int64, *changelog.Changes]
+	changes *lru.Cache[changesKey, *changelog.Changes]
 	derive  singleflight.Group
 }
 
@@ -71,19 +71,31 @@ func (t *Topic) setIndexError(err error) {
 	}
 }
 
-// Changes returns the change records of an indexed snapshot, deriving them
-// at most once at a time and keeping the most recent in a bounded cache.
+// changesKey names the records of a segment: a snapshot's changes, or its
+// live rows when it is a compacted prefix.
+type changesKey struct {
+	snapshotID int64
+	kind       state.SegmentKind
+}
+
+// Changes returns the records of an indexed segment, deriving them at most
+// once at a time and keeping the most recent in a bounded cache.
 func (t *Topic) Changes(ctx context.Context, seg offsets.Segment) (*changelog.Changes, error) {
-	if c, ok := t.changes.Get(seg.SnapshotID); ok {
+	key := changesKey{seg.SnapshotID, seg.Kind}
+	if c, ok := t.changes.Get(key); ok {
 		return c, nil
 	}
-	v, err, _ := t.derive.Do(strconv.FormatInt(seg.SnapshotID, 10), func() (any, error) {
+	v, err, _ := t.derive.Do(fmt.Sprint(seg.SnapshotID, "/", seg.Kind), func() (any, error) {
 		tbl := t.Table()
 		ref := changelog.SnapshotRef{SnapshotID: seg.SnapshotID, SequenceNumber: seg.SequenceNumber, TimestampMs: seg.TimestampMs}
 		if s := tbl.SnapshotByID(seg.SnapshotID); s != nil && s.Summary != nil {
 			ref.Operation = string(s.Summary.Operation)
 		}
-		c, err := changelog.Derive(ctx, tbl, ref, t.deriveOptions())
+		read := changelog.Derive
+		if seg.Kind == offsets.KindCompactedPrefix {
+			read = changelog.ReadSnapshot
+		}
+		c, err := read(ctx, tbl, ref, t.deriveOptions())
 		if err != nil {
 			return nil, err
 		}
@@ -91,7 +103,7 @@ func (t *Topic) Changes(ctx context.Context, seg offsets.Segment) (*changelog.Ch
 			return nil, fmt.Errorf("snapshot %d of %s now derives %v records per partition, the index says %d in partition %d: the table's files changed under the index",
 				seg.SnapshotID, t.Name, got, seg.Count, seg.Partition)
 		}
-		t.changes.Add(seg.SnapshotID, c)
+		t.changes.Add(key, c)
 		return c, nil
 	})
 	if err != nil {

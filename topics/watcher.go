@@ -138,7 +138,7 @@ func (w *watcher) openTopic(ctx context.Context, tbl *table.Table) error {
 	if err != nil {
 		return err
 	}
-	cache, err := lru.New[int64, *changelog.Changes](w.r.cfg.ChangesCacheEntries)
+	cache, err := lru.New[changesKey, *changelog.Changes](w.r.cfg.ChangesCacheEntries)
 	if err != nil {
 		return fmt.Errorf("changes cache: %w", err)
 	}
@@ -159,7 +159,14 @@ func (w *watcher) index(ctx context.Context, tbl *table.Table) error {
 	}
 	t := w.topic
 	indexed := t.Index.Snapshots()
-	start := alignHistory(indexed, hist)
+	expired, start := alignHistory(indexed, hist)
+	if start >= 0 && expired > 0 {
+		if err := w.compactExpired(ctx, tbl, indexed, expired); err != nil {
+			return err
+		}
+		indexed = t.Index.Snapshots()
+		expired, start = alignHistory(indexed, hist)
+	}
 	if start < 0 {
 		// The indexed history is not a prefix of the table's: a rollback or
 		// a rewritten branch. Keep what still agrees, drop the rest under a
@@ -171,7 +178,7 @@ func (w *watcher) index(ctx context.Context, tbl *table.Table) error {
 			return err
 		}
 		indexed = t.Index.Snapshots()
-		start = alignHistory(indexed, hist)
+		_, start = alignHistory(indexed, hist)
 		if start < 0 {
 			return fmt.Errorf("offset index of %s does not align with the table history after truncation", t.Name)
 		}
@@ -192,7 +199,7 @@ func (w *watcher) index(ctx context.Context, tbl *table.Table) error {
 			return err
 		}
 		// Freshly committed snapshots are what waiting consumers read next.
-		t.changes.Add(ref.SnapshotID, c)
+		t.changes.Add(changesKey{ref.SnapshotID, offsets.KindChanges}, c)
 		grew = true
 		w.log.Debug().Int64("snapshot_id", ref.SnapshotID).Int64("sequence_number", ref.SequenceNumber).
 			Str("operation", ref.Operation).Int("records", len(c.Records)).Msg("indexed snapshot")
@@ -200,12 +207,14 @@ func (w *watcher) index(ctx context.Context, tbl *table.Table) error {
 	return nil
 }
 
-// alignHistory returns the position in hist of the first snapshot not yet
-// indexed, or -1 when the index disagrees with hist. Snapshots expired from
-// the table (a history that starts inside the index) keep their offsets.
-func alignHistory(indexed []offsets.Snapshot, hist []changelog.SnapshotRef) int {
+// alignHistory compares the indexed snapshots with the table's main
+// history. start is the position in hist of the first snapshot not yet
+// indexed, or -1 when the index disagrees with hist (a rewritten history).
+// expired is how many indexed snapshots precede hist[0]: they were expired
+// from the table.
+func alignHistory(indexed []offsets.Snapshot, hist []changelog.SnapshotRef) (expired, start int) {
 	if len(indexed) == 0 {
-		return 0
+		return 0, 0
 	}
 	off := 0
 	if len(hist) > 0 {
@@ -218,14 +227,37 @@ func alignHistory(indexed []offsets.Snapshot, hist []changelog.SnapshotRef) int 
 	}
 	n := len(indexed) - off
 	if n > len(hist) {
-		return -1
+		return 0, -1
 	}
 	for i := 0; i < n; i++ {
 		if indexed[off+i].SnapshotID != hist[i].SnapshotID {
-			return -1
+			return 0, -1
 		}
 	}
-	return n
+	return off, n
+}
+
+// compactExpired replaces the expired snapshots and the earliest retained
+// one by the live rows of that snapshot: its older history can no longer
+// be read, and a consumer from the log start must still get the whole
+// table.
+func (w *watcher) compactExpired(ctx context.Context, tbl *table.Table, indexed []offsets.Snapshot, expired int) error {
+	t := w.topic
+	e := indexed[expired]
+	ref := changelog.SnapshotRef{SnapshotID: e.SnapshotID, SequenceNumber: e.SequenceNumber, TimestampMs: e.TimestampMs}
+	c, err := changelog.ReadSnapshot(ctx, tbl, ref, t.deriveOptions())
+	if err != nil {
+		return fmt.Errorf("compacted prefix at snapshot %d: %w", e.SnapshotID, err)
+	}
+	if err := t.Index.CompactPrefix(ctx, expired, c.CountByPartition()); err != nil {
+		return err
+	}
+	t.changes.Add(changesKey{e.SnapshotID, offsets.KindCompactedPrefix}, c)
+	w.log.Info().Int("expired_snapshots", expired).Int64("prefix_snapshot_id", e.SnapshotID).
+		Int("live_rows", len(c.Records)).Int32("leader_epoch", t.Index.LeaderEpoch()).
+		Msg("older snapshots were expired; the topic now starts with the live rows of the earliest retained snapshot")
+	t.notify()
+	return nil
 }
 
 func commonPrefix(indexed []offsets.Snapshot, hist []changelog.SnapshotRef) int {
