@@ -10,30 +10,20 @@ import (
 )
 
 // Derive returns the change events of one main-branch snapshot of tbl, in
-// the order in which they get offsets. Unsupported cases are errors, never
-// silently wrong records; errors about missing files name the file.
+// the order in which they get offsets: deletes, then inserts and updates.
+// A replace snapshot has none. Anything but a pure append needs the parent
+// snapshot in the metadata (after expiry, start from ReadSnapshot).
+// Unsupported cases are errors, never silently wrong records; an error about
+// a missing file names it and wraps fs.ErrNotExist.
 func Derive(ctx context.Context, tbl *table.Table, snap SnapshotRef, opts Options) (*Changes, error) {
 	meta := tbl.Metadata()
 	s := meta.SnapshotByID(snap.SnapshotID)
 	if s == nil {
 		return nil, fmt.Errorf("snapshot %d is not in the metadata of %s", snap.SnapshotID, tableName(tbl))
 	}
-	schema, err := snapshotSchema(meta, s)
+	c, err := newChanges(tbl, s, snap, opts)
 	if err != nil {
 		return nil, err
-	}
-	keys, err := keyFieldIDs(schema, opts.KeyColumns)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", tableName(tbl), err)
-	}
-	c := &Changes{
-		Table:          tableName(tbl),
-		SnapshotID:     snap.SnapshotID,
-		SequenceNumber: snap.SequenceNumber,
-		TimestampMs:    snap.TimestampMs,
-		Schema:         schema,
-		KeyFieldIDs:    keys,
-		Partitions:     max(opts.Partitions, 1),
 	}
 	op := snap.Operation
 	if op == "" && s.Summary != nil {
@@ -47,15 +37,46 @@ func Derive(ctx context.Context, tbl *table.Table, snap SnapshotRef, opts Option
 			return nil, fmt.Errorf("derive changes of %s snapshot %d: %w", c.Table, c.SnapshotID, err)
 		}
 	}
-	if err := c.Prepare(); err != nil {
-		c.Release()
-		return nil, err
-	}
-	if err := assignPartitions(c); err != nil {
-		c.Release()
+	if err := finish(c); err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// newChanges returns an empty Changes with the snapshot's header fields,
+// schema and key fields.
+func newChanges(tbl *table.Table, s *table.Snapshot, snap SnapshotRef, opts Options) (*Changes, error) {
+	schema, err := snapshotSchema(tbl.Metadata(), s)
+	if err != nil {
+		return nil, err
+	}
+	keys, err := keyFieldIDs(schema, opts.KeyColumns)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", tableName(tbl), err)
+	}
+	return &Changes{
+		Table:          tableName(tbl),
+		SnapshotID:     snap.SnapshotID,
+		SequenceNumber: snap.SequenceNumber,
+		TimestampMs:    snap.TimestampMs,
+		Schema:         schema,
+		KeyFieldIDs:    keys,
+		Partitions:     max(opts.Partitions, 1),
+	}, nil
+}
+
+// finish prepares the encoders and assigns partitions; on error it releases
+// the Changes.
+func finish(c *Changes) error {
+	if err := c.Prepare(); err != nil {
+		c.Release()
+		return err
+	}
+	if err := assignPartitions(c); err != nil {
+		c.Release()
+		return err
+	}
+	return nil
 }
 
 func tableName(tbl *table.Table) string {

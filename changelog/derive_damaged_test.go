@@ -2,6 +2,8 @@ package changelog
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"os"
 	"strings"
 	"testing"
@@ -22,9 +24,9 @@ func TestDeriveDamagedNamesMissingFile(t *testing.T) {
 	setup := func(t *testing.T) (*table.Table, []SnapshotRef) {
 		cat := newTestCatalog(t)
 		tbl := createTable(t, cat, "damaged", testSchema())
-		tbl = appendJSON(t, tbl, jsonRows(0, 10), 0)
+		tbl = appendJSON(t, tbl, jsonRows(0, 10), 4) // three files read at once
 		tbl = appendJSON(t, tbl, jsonRows(10, 20), 0)
-		tbl = deleteWhere(t, tbl, idIn(3)) // copy-on-write: reads the first file
+		tbl = deleteWhere(t, tbl, idIn(3, 7, 9)) // copy-on-write: rewrites all three files
 		hist, err := MainHistory(tbl.Metadata())
 		if err != nil {
 			t.Fatal(err)
@@ -41,6 +43,9 @@ func TestDeriveDamagedNamesMissingFile(t *testing.T) {
 		if !strings.Contains(err.Error(), missing) {
 			t.Fatalf("error does not name %s: %v", missing, err)
 		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("error does not wrap fs.ErrNotExist: %v", err)
+		}
 		t.Log(err)
 	}
 	t.Run("data file", func(t *testing.T) {
@@ -55,7 +60,8 @@ func TestDeriveDamagedNamesMissingFile(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		path := entries[0].DataFile().FilePath()
+		sortEntries(entries)
+		path := entries[1].DataFile().FilePath()
 		if err := os.Remove(localPath(path)); err != nil {
 			t.Fatal(err)
 		}

@@ -4,19 +4,31 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
+	"github.com/rs/zerolog"
 )
 
-// deriveDiff derives any snapshot that does more than append: it reads the
-// data files whose live rows the snapshot changed (files added or removed,
-// and files whose applicable delete files differ between the parent and the
-// snapshot) as they were before and after, with deletes applied by
-// iceberg-go, and diffs the two multisets of rows. This one rule covers
-// position deletes, deletion vectors, equality deletes, copy-on-write
-// rewrites (carry-over rows cancel) and rows added and deleted in the same
-// snapshot (never visible, so never an event).
+// deriveDiff derives any snapshot that does more than append. The rows it
+// removed are the before-images of the data files whose live rows changed
+// (files removed, files with new deletes), the rows it added the
+// after-images of files added (with the snapshot's own deletes applied, so
+// rows added and deleted at once never appear); the two multisets are
+// diffed so that carry-over rows of copy-on-write rewrites cancel. Deletes
+// are always applied by iceberg-go, with the delete files its planner
+// assigns to each file at each snapshot, so derivation agrees with what an
+// Iceberg reader sees. Files whose change is only new positions or only new
+// equality deletes are read in part (see fileChange).
 func deriveDiff(ctx context.Context, tbl *table.Table, scan *table.Scan, s *table.Snapshot, delta *snapshotDelta, c *Changes, opts Options) error {
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		return fmt.Errorf("file IO: %w", err)
+	}
+	started := time.Now()
 	after, err := planSnapshot(ctx, tbl, s.SnapshotID)
 	if err != nil {
 		return err
@@ -27,68 +39,194 @@ func deriveDiff(ctx context.Context, tbl *table.Table, scan *table.Scan, s *tabl
 			return fmt.Errorf("parent state: %w", err)
 		}
 	}
-	affected := map[string]bool{}
-	for _, e := range delta.addedData {
-		affected[e.DataFile().FilePath()] = true
-	}
-	for _, e := range delta.removedData {
-		affected[e.DataFile().FilePath()] = true
-	}
-	for path, t := range after {
-		if b, ok := before[path]; ok && !sameDeletes(b, t) {
-			affected[path] = true
-		}
-	}
-	paths := make([]string, 0, len(affected))
-	for p := range affected {
+	planned := time.Since(started)
+	// Every live file of either state is classified (cheaply, from the
+	// plans): added, removed, or changed by delete files.
+	paths := make([]string, 0, len(after)+len(delta.removedData))
+	for p := range after {
 		paths = append(paths, p)
 	}
+	for p := range before {
+		if _, ok := after[p]; !ok {
+			paths = append(paths, p)
+		}
+	}
 	slices.Sort(paths)
-	opts.Log.Debug().Int64("snapshot", s.SnapshotID).Int("files", len(paths)).Msg("deriving changes from file diff")
 
-	diff := newRowDiff()
+	d := &differ{ctx: ctx, tbl: tbl, snapshotID: s.SnapshotID, fs: fs, scan: scan, schema: c.Schema, diff: newRowDiff(), positions: newPositionIndex(fs), log: opts.Log}
+	defer func() {
+		if d.diff != nil {
+			d.diff.release()
+		}
+	}()
+	var wholeBefore, wholeAfter []table.FileScanTask
+	kinds := map[fileChange]int{}
 	for _, p := range paths {
-		t, ok := before[p]
-		if !ok {
+		b, bok := before[p]
+		a, aok := after[p]
+		var bt, at *table.FileScanTask
+		if bok {
+			bt = &b
+		}
+		if aok {
+			at = &a
+		}
+		kind := classifyFile(bt, at)
+		kinds[kind]++
+		switch kind {
+		case unchanged:
 			continue
-		}
-		batches, err := readTasks(ctx, scan, []table.FileScanTask{t})
-		if err != nil {
-			diff.release()
-			return fmt.Errorf("before-image: %w", err)
-		}
-		for i, b := range batches {
-			if err := diff.addBefore(b); err != nil {
-				releaseAll(batches[i+1:])
-				diff.release()
+		case newPositions:
+			handled, err := d.newPositions(b, a)
+			if err != nil {
 				return err
 			}
-		}
-	}
-	for _, p := range paths {
-		t, ok := after[p]
-		if !ok {
-			continue
-		}
-		batches, err := readTasks(ctx, scan, []table.FileScanTask{t})
-		if err != nil {
-			diff.release()
-			return fmt.Errorf("after-image: %w", err)
-		}
-		for i, b := range batches {
-			if err := diff.addAfter(b); err != nil {
-				releaseAll(batches[i+1:])
-				diff.release()
+			if handled {
+				continue
+			}
+		case newEqualityDeletes:
+			handled, err := d.newEqualityDeletes(b, a)
+			if err != nil {
 				return err
 			}
+			if handled {
+				continue
+			}
+		}
+		if bt != nil {
+			wholeBefore = append(wholeBefore, b)
+		}
+		if at != nil {
+			wholeAfter = append(wholeAfter, a)
 		}
 	}
-	recs, err := buildRecords(diff.batches, diff.deletes(), diff.inserts, c)
+	// One read per side lets iceberg-go decode the files in parallel; the
+	// batches come in task order. After-images go last, so every removed
+	// row is known when added rows are matched against them.
+	if err := d.whole(wholeBefore, true); err != nil {
+		return fmt.Errorf("before-image: %w", err)
+	}
+	if err := d.whole(wholeAfter, false); err != nil {
+		return fmt.Errorf("after-image: %w", err)
+	}
+	opts.Log.Debug().Int64("snapshot", s.SnapshotID).Int("whole", kinds[wholeFile]).
+		Int("positions", kinds[newPositions]).Int("equality", kinds[newEqualityDeletes]).
+		Stringer("diff", d.diff).Dur("plan", planned).Dur("total", time.Since(started)).
+		Msg("derived changes from file diff")
+
+	recs, err := buildRecords(d.diff.batches, d.diff.deletes(), d.diff.inserts, c)
 	if err != nil {
-		diff.release()
 		return err
 	}
-	c.Batches = compactBatches(diff.batches, recs)
+	c.Batches = compactBatches(d.diff.batches, recs)
 	c.Records = recs
+	d.diff = nil
 	return nil
+}
+
+// differ feeds the rows of changed files into a rowDiff.
+type differ struct {
+	ctx        context.Context
+	tbl        *table.Table
+	snapshotID int64
+	fs         icebergio.IO
+	scan       *table.Scan
+	schema     *iceberg.Schema
+	diff       *rowDiff
+	positions  *positionIndex
+	log        zerolog.Logger
+}
+
+// whole reads every live row of the files as removed (before) or added.
+func (d *differ) whole(tasks []table.FileScanTask, before bool) error {
+	batches, err := readTasks(d.ctx, d.scan, tasks)
+	if err != nil {
+		return err
+	}
+	return d.add(batches, nil, before)
+}
+
+// add hands batches to the diff; rows, when set, selects the rows of each
+// batch that were removed.
+func (d *differ) add(batches []arrow.RecordBatch, rows [][]int32, before bool) error {
+	for i, b := range batches {
+		var err error
+		switch {
+		case rows != nil && len(rows[i]) == 0:
+			b.Release()
+		case rows != nil:
+			err = d.diff.addBeforeRows(b, rows[i])
+		case before:
+			err = d.diff.addBefore(b)
+		default:
+			err = d.diff.addAfter(b)
+		}
+		if err != nil {
+			releaseAll(batches[i+1:])
+			return err
+		}
+	}
+	return nil
+}
+
+// newPositions adds the rows at the positions deleted after but not before.
+// It declines (false) when positions were un-deleted, leaving the file to a
+// whole diff.
+func (d *differ) newPositions(before, after table.FileScanTask) (bool, error) {
+	delB, err := d.positions.deleted(d.ctx, before)
+	if err != nil {
+		return false, err
+	}
+	delA, err := d.positions.deleted(d.ctx, after)
+	if err != nil {
+		return false, err
+	}
+	fresh, grew := subtractSorted(delB, delA)
+	if !grew {
+		return false, nil
+	}
+	if len(fresh) == 0 {
+		return true, nil
+	}
+	batches, rows, err := readRowsAt(d.ctx, d.fs, d.scan, after, fresh)
+	if err != nil {
+		return false, err
+	}
+	var n int
+	for _, r := range rows {
+		n += len(r)
+	}
+	if n != len(fresh) {
+		releaseAll(batches)
+		return false, fmt.Errorf("data file %s: found %d of %d deleted positions", after.File.FilePath(), n, len(fresh))
+	}
+	return true, d.add(batches, rows, true)
+}
+
+// newEqualityDeletes adds the rows live before that the new equality
+// delete files match, reading the file with its earlier deletes and a
+// filter built from the new delete keys (row groups pruned by statistics).
+func (d *differ) newEqualityDeletes(before, after table.FileScanTask) (bool, error) {
+	old := paths(before.EqualityDeleteFiles)
+	var fresh []iceberg.DataFile
+	for _, f := range after.EqualityDeleteFiles {
+		if !slices.Contains(old, f.FilePath()) {
+			fresh = append(fresh, f)
+		}
+	}
+	started := time.Now()
+	filter, ok, err := eqDeleteFilter(d.ctx, d.tbl, d.snapshotID, d.schema, fresh)
+	if err != nil || !ok {
+		return false, err
+	}
+	built := time.Since(started)
+	t := before
+	t.Residual = filter
+	batches, err := readTasks(d.ctx, d.scan, []table.FileScanTask{t})
+	if err != nil {
+		return false, err
+	}
+	d.log.Debug().Str("file", t.File.FilePath()).Dur("filter", built).Dur("read", time.Since(started)-built).
+		Msg("read rows matching new equality deletes")
+	return true, d.add(batches, nil, true)
 }

@@ -50,7 +50,20 @@ func replayHistory(t *testing.T, tbl *table.Table, opts Options) []map[Op]int {
 		out = append(out, ops)
 		t.Logf("snapshot %d %s: %v", i, snap.Operation, ops)
 		c.Release()
-		compareMultisets(t, fmt.Sprintf("snapshot %d (%s)", i, snap.Operation), scanRows(t, tbl, snap.SnapshotID), state)
+		oracle := scanRows(t, tbl, snap.SnapshotID)
+		compareMultisets(t, fmt.Sprintf("snapshot %d (%s)", i, snap.Operation), oracle, state)
+		// The compacted prefix at this snapshot holds the same rows.
+		prefix, err := ReadSnapshot(context.Background(), tbl, snap, opts)
+		if err != nil {
+			t.Fatalf("read snapshot %d: %v", i, err)
+		}
+		if n := countOps(prefix); n[OpRead] != len(prefix.Records) {
+			t.Errorf("prefix of snapshot %d has ops %v", i, n)
+		}
+		read := rowMultiset{}
+		applyChanges(t, read, prefix)
+		prefix.Release()
+		compareMultisets(t, fmt.Sprintf("prefix at snapshot %d", i), oracle, read)
 	}
 	return out
 }

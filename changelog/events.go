@@ -1,9 +1,14 @@
 package changelog
 
 import (
+	"context"
 	"fmt"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
 // buildRecords turns the removed and added rows of a snapshot into events.
@@ -60,36 +65,83 @@ func buildRecords(batches []arrow.RecordBatch, deletes, inserts []RowRef, c *Cha
 	return recs, nil
 }
 
-// compactBatches drops the batches no record references and renumbers the
-// references, so a Changes holds only what its records need.
+// compactBatches drops the batches no record references, copies out the
+// referenced rows of sparsely used batches (a before-image of a few rows
+// must not pin a whole row group in memory), and renumbers the references.
 func compactBatches(batches []arrow.RecordBatch, recs []Record) []arrow.RecordBatch {
-	used := make([]bool, len(batches))
-	for _, r := range recs {
-		if r.Before.Valid() {
-			used[r.Before.Batch] = true
-		}
-		if r.After.Valid() {
-			used[r.After.Batch] = true
+	used := make([][]int32, len(batches))
+	mark := func(ref RowRef) {
+		if ref.Valid() {
+			used[ref.Batch] = append(used[ref.Batch], ref.Row)
 		}
 	}
+	for _, r := range recs {
+		mark(r.Before)
+		mark(r.After)
+	}
 	newIdx := make([]int32, len(batches))
+	// rowMap[i], when set, maps old row numbers of batch i to new ones.
+	rowMap := make([]map[int32]int32, len(batches))
 	out := batches[:0:0]
 	for i, b := range batches {
-		if !used[i] {
+		rows := used[i]
+		if len(rows) == 0 {
 			b.Release()
 			newIdx[i] = -1
 			continue
 		}
+		slices.Sort(rows)
+		rows = slices.Compact(rows)
+		if int64(len(rows))*4 < b.NumRows() && b.NumRows() > 256 {
+			if taken, err := takeRows(b, rows); err == nil {
+				b.Release()
+				b = taken
+				m := make(map[int32]int32, len(rows))
+				for j, r := range rows {
+					m[r] = int32(j)
+				}
+				rowMap[i] = m
+			}
+		}
 		newIdx[i] = int32(len(out))
 		out = append(out, b)
 	}
+	remap := func(ref *RowRef) {
+		if !ref.Valid() {
+			return
+		}
+		if m := rowMap[ref.Batch]; m != nil {
+			ref.Row = m[ref.Row]
+		}
+		ref.Batch = newIdx[ref.Batch]
+	}
 	for i := range recs {
-		if recs[i].Before.Valid() {
-			recs[i].Before.Batch = newIdx[recs[i].Before.Batch]
-		}
-		if recs[i].After.Valid() {
-			recs[i].After.Batch = newIdx[recs[i].After.Batch]
-		}
+		remap(&recs[i].Before)
+		remap(&recs[i].After)
 	}
 	return out
+}
+
+// takeRows copies the given rows of a batch into a new batch. An error
+// (a type arrow's take kernel lacks) leaves the caller with the original.
+func takeRows(b arrow.RecordBatch, rows []int32) (arrow.RecordBatch, error) {
+	bld := array.NewInt32Builder(memory.DefaultAllocator)
+	bld.AppendValues(rows, nil)
+	idx := bld.NewArray()
+	bld.Release()
+	defer idx.Release()
+	cols := make([]arrow.Array, 0, b.NumCols())
+	defer func() {
+		for _, c := range cols {
+			c.Release()
+		}
+	}()
+	for _, col := range b.Columns() {
+		taken, err := compute.TakeArray(context.Background(), col, idx)
+		if err != nil {
+			return nil, err
+		}
+		cols = append(cols, taken)
+	}
+	return array.NewRecordBatch(b.Schema(), cols, int64(len(rows))), nil
 }

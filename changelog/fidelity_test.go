@@ -33,10 +33,34 @@ var fixtures = []fixture{
 	{
 		name: "duckdb_spec2_mor", dir: "duckdb_spec2_mor/pyspark_iceberg_table",
 		original: "data/iceberg/generated_spec2_0_001/pyspark_iceberg_table",
+		// From the README: the UPDATEs write as many position deletes as
+		// new rows; seq 5 removes a 7690-row file and rewrites 6592; seq 6
+		// changes nothing. No identifier fields: updates are delete+insert.
+		// (Seq 4 flips a boolean that is null in many rows: only the rows
+		// that really change are events, checked by the replay.)
+		counts: map[int64]map[Op]int{
+			1: {OpInsert: 6005},
+			2: {OpInsert: 3077, OpDelete: 3077},
+			3: {OpInsert: 1685},
+			5: {OpDelete: 7690 - 6592},
+			6: {},
+			7: {OpInsert: 685, OpDelete: 685},
+		},
 	},
 	{
 		name: "duckdb_spec1_cow", dir: "duckdb_spec1_cow/pyspark_iceberg_table",
 		original: "data/iceberg/generated_spec1_0_001/pyspark_iceberg_table",
+		// Format 1 has no sequence numbers: the keys are history
+		// positions. The whole-file rewrite of seq 2 (6005 rows out, 6005
+		// in) is the same UPDATE as seq 2 of the merge-on-read table: only
+		// its 3077 changed rows may appear, never the carry-over.
+		counts: map[int64]map[Op]int{
+			1: {OpInsert: 6005},
+			2: {OpInsert: 3077, OpDelete: 3077},
+			3: {OpInsert: 1685},
+			4: {OpInsert: 4613, OpDelete: 4613},
+			5: {},
+		},
 	},
 	{
 		name: "duckdb_equality_deletes_partitioned", dir: "duckdb_equality_deletes/warehouse/mydb/mytable_partitioned",

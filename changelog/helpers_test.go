@@ -21,7 +21,7 @@ import (
 
 // newTestCatalog opens a SQL catalog (modernc sqlite, no cgo) with its
 // warehouse in a temporary directory.
-func newTestCatalog(t *testing.T) *sqlcat.Catalog {
+func newTestCatalog(t testing.TB) *sqlcat.Catalog {
 	t.Helper()
 	dir := t.TempDir()
 	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "catalog.db"))
@@ -63,18 +63,33 @@ func recordFromJSON(t *testing.T, tbl *table.Table, rows string) arrow.RecordBat
 	return rec
 }
 
-// appendJSON appends JSON rows to the table as one snapshot; files caps
-// the rows per data file.
+// appendJSON appends JSON rows to the table as one snapshot, in data files
+// of rowsPerFile rows (one file when <= 0).
 func appendJSON(t *testing.T, tbl *table.Table, rows string, rowsPerFile int64) *table.Table {
 	t.Helper()
+	ctx := context.Background()
 	rec := recordFromJSON(t, tbl, rows)
 	defer rec.Release()
-	data := array.NewTableFromRecords(rec.Schema(), []arrow.RecordBatch{rec})
-	defer data.Release()
 	if rowsPerFile <= 0 {
 		rowsPerFile = rec.NumRows()
 	}
-	out, err := tbl.AppendTable(context.Background(), data, rowsPerFile, nil)
+	var files []iceberg.DataFile
+	for start := int64(0); start < rec.NumRows(); start += rowsPerFile {
+		part := rec.NewSlice(start, min(start+rowsPerFile, rec.NumRows()))
+		for f, err := range table.WriteRecords(ctx, tbl, part.Schema(), batchesOf(part)) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			files = append(files, f)
+		}
+		part.Release()
+	}
+	// A row delta with rows only is an append, and assigns v3 row ids.
+	tx := tbl.NewTransaction()
+	if err := tx.NewRowDelta(nil).AddRows(files...).Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	out, err := tx.Commit(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

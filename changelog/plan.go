@@ -1,12 +1,9 @@
 package changelog
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"slices"
 
-	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 )
 
@@ -38,21 +35,4 @@ func planSnapshot(ctx context.Context, tbl *table.Table, snapshotID int64) (live
 		plan[path] = t
 	}
 	return plan, nil
-}
-
-// sameDeletes reports whether two tasks of one data file apply the same
-// delete files.
-func sameDeletes(a, b table.FileScanTask) bool {
-	return slices.Equal(deletePaths(a), deletePaths(b))
-}
-
-func deletePaths(t table.FileScanTask) []string {
-	var out []string
-	for _, list := range [][]iceberg.DataFile{t.DeleteFiles, t.EqualityDeleteFiles, t.DeletionVectorFiles} {
-		for _, f := range list {
-			out = append(out, f.FilePath())
-		}
-	}
-	slices.SortFunc(out, cmp.Compare)
-	return slices.Compact(out)
 }

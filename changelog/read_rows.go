@@ -23,11 +23,27 @@ func readTasks(ctx context.Context, scan *table.Scan, tasks []table.FileScanTask
 	for rec, err := range it {
 		if err != nil {
 			releaseAll(out)
-			return nil, fmt.Errorf("read %s: %w", describeTasks(tasks), err)
+			return nil, readError(ctx, scan, tasks, err)
 		}
 		out = append(out, rec)
 	}
 	return out, nil
+}
+
+// readError names the file a failed read of several tasks choked on (a
+// damaged table must say which file is missing), by reading them one by
+// one; this only runs on the error path.
+func readError(ctx context.Context, scan *table.Scan, tasks []table.FileScanTask, err error) error {
+	if len(tasks) > 1 {
+		for _, t := range tasks {
+			batches, e := readTasks(ctx, scan, []table.FileScanTask{t})
+			if e != nil {
+				return e
+			}
+			releaseAll(batches)
+		}
+	}
+	return fmt.Errorf("read %s: %w", describeTasks(tasks), err)
 }
 
 func describeTasks(tasks []table.FileScanTask) string {

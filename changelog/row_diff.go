@@ -68,6 +68,24 @@ func (d *rowDiff) addBefore(b arrow.RecordBatch) error {
 	return nil
 }
 
+// addBeforeRows records the given rows of a batch as removed; the diff
+// takes ownership of the batch.
+func (d *rowDiff) addBeforeRows(b arrow.RecordBatch, rows []int32) error {
+	bi, err := d.addBatch(b)
+	if err != nil {
+		b.Release()
+		return err
+	}
+	for _, r := range rows {
+		ref := RowRef{Batch: bi, Row: r}
+		d.buf = d.encode(d.buf[:0], ref)
+		h := maphash.Bytes(d.seed, d.buf)
+		d.pending[h] = append(d.pending[h], int32(len(d.befores)))
+		d.befores = append(d.befores, beforeRow{ref: ref})
+	}
+	return nil
+}
+
 // addAfter records the rows of a batch as added, cancelling each against
 // the first pending removed row with the same content; the diff takes
 // ownership of the batch.
