@@ -53,28 +53,22 @@ func (d *rowDiff) encode(dst []byte, ref RowRef) []byte {
 // addBefore records the rows of a batch as removed; the diff takes
 // ownership of the batch.
 func (d *rowDiff) addBefore(b arrow.RecordBatch) error {
-	bi, err := d.addBatch(b)
-	if err != nil {
-		b.Release()
-		return err
-	}
-	for r := range int32(b.NumRows()) {
-		ref := RowRef{Batch: bi, Row: r}
-		d.buf = d.encode(d.buf[:0], ref)
-		h := maphash.Bytes(d.seed, d.buf)
-		d.pending[h] = append(d.pending[h], int32(len(d.befores)))
-		d.befores = append(d.befores, beforeRow{ref: ref})
-	}
-	return nil
+	return d.addBeforeRows(b, nil)
 }
 
-// addBeforeRows records the given rows of a batch as removed; the diff
-// takes ownership of the batch.
+// addBeforeRows records the given rows of a batch (all of them when rows
+// is nil) as removed; the diff takes ownership of the batch.
 func (d *rowDiff) addBeforeRows(b arrow.RecordBatch, rows []int32) error {
 	bi, err := d.addBatch(b)
 	if err != nil {
 		b.Release()
 		return err
+	}
+	if rows == nil {
+		rows = make([]int32, b.NumRows())
+		for i := range rows {
+			rows[i] = int32(i)
+		}
 	}
 	for _, r := range rows {
 		ref := RowRef{Batch: bi, Row: r}

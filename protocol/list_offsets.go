@@ -37,14 +37,7 @@ func handleListOffsets(_ context.Context, c *conn, req *kmsg.ListOffsetsRequest)
 			op := kmsg.NewListOffsetsResponseTopicPartition()
 			op.Partition = rp.Partition
 			op.Timestamp, op.Offset, op.LeaderEpoch = -1, -1, -1
-			switch {
-			case !known || rp.Partition < 0 || rp.Partition >= t.Index.Partitions():
-				op.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			default:
-				if code := checkLeaderEpoch(t, rp.CurrentLeaderEpoch); code != 0 {
-					op.ErrorCode = code
-					break
-				}
+			if op.ErrorCode = partitionError(t, known, rp.Partition, rp.CurrentLeaderEpoch); op.ErrorCode == 0 {
 				listOffset(t, rp.Partition, rp.Timestamp, &op)
 			}
 			ot.Partitions = append(ot.Partitions, op)
@@ -78,6 +71,16 @@ func listOffset(t *topics.Topic, p int32, ts int64, op *kmsg.ListOffsetsResponse
 			op.Offset, op.Timestamp = off, at
 		}
 	}
+}
+
+// partitionError is the error code for a request on partition p of a topic
+// (known says whether the topic exists) made with the client's current
+// leader epoch; 0 when the partition may be served.
+func partitionError(t *topics.Topic, known bool, p, currentEpoch int32) int16 {
+	if !known || p < 0 || p >= t.Index.Partitions() {
+		return kerr.UnknownTopicOrPartition.Code
+	}
+	return checkLeaderEpoch(t, currentEpoch)
 }
 
 // checkLeaderEpoch validates a client's current leader epoch (-1 = none).

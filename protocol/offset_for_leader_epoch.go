@@ -3,7 +3,6 @@ package protocol
 import (
 	"context"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -26,14 +25,7 @@ func handleOffsetForLeaderEpoch(_ context.Context, c *conn, req *kmsg.OffsetForL
 			op := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			op.Partition = rp.Partition
 			op.LeaderEpoch, op.EndOffset = -1, -1
-			switch {
-			case !known || rp.Partition < 0 || rp.Partition >= t.Index.Partitions():
-				op.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			default:
-				if code := checkLeaderEpoch(t, rp.CurrentLeaderEpoch); code != 0 {
-					op.ErrorCode = code
-					break
-				}
+			if op.ErrorCode = partitionError(t, known, rp.Partition, rp.CurrentLeaderEpoch); op.ErrorCode == 0 {
 				if epoch, end, ok := t.Index.EpochEnd(rp.Partition, rp.LeaderEpoch); ok {
 					op.LeaderEpoch, op.EndOffset = epoch, end
 				}
