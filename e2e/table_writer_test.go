@@ -49,11 +49,17 @@ type tableWriter struct {
 
 func newTableWriter(t *testing.T, dataDir, ns, name string) *tableWriter {
 	t.Helper()
-	ctx := context.Background()
-	cat, err := lake.OpenCatalog(ctx, dataDir, nil)
+	cat, err := lake.OpenCatalog(context.Background(), dataDir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return newTableWriterOn(t, cat, ns, name)
+}
+
+// newTableWriterOn creates the table in any catalog.
+func newTableWriterOn(t *testing.T, cat catalog.Catalog, ns, name string) *tableWriter {
+	t.Helper()
+	ctx := context.Background()
 	if err := cat.CreateNamespace(ctx, table.Identifier{ns}, nil); err != nil {
 		t.Logf("create namespace: %v (continuing)", err)
 	}
