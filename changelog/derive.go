@@ -29,6 +29,18 @@ func Derive(ctx context.Context, tbl *table.Table, snap SnapshotRef, opts Option
 	if op == "" && s.Summary != nil {
 		op = string(s.Summary.Operation)
 	}
+	// lakegw LSM tables carry their changes in changelog files.
+	if path := lsmManifestPath(tbl, s); path != "" && op != string(table.OpReplace) {
+		if err := deriveLSM(ctx, tbl, path, c); err != nil {
+			c.Release()
+			return nil, fmt.Errorf("changelog files of %s snapshot %d: %w", c.Table, c.SnapshotID, err)
+		}
+		if err := c.Prepare(); err != nil {
+			c.Release()
+			return nil, err
+		}
+		return c, nil
+	}
 	// A replace snapshot (compaction, rewritten deletes) changes files,
 	// never rows.
 	if op != string(table.OpReplace) {

@@ -156,7 +156,7 @@ func (t *Topic) Append(ctx context.Context, snaps []Snapshot) error {
 			return fmt.Errorf("topic %s: snapshot %d has counts for %d partitions, want %d", t.st.Topic, s.SnapshotID, len(s.Counts), n)
 		}
 		for p := int32(0); p < n; p++ {
-			g := Segment{Partition: p, SnapshotID: s.SnapshotID, SequenceNumber: s.SequenceNumber,
+			g := Segment{Kind: s.Kind, Partition: p, SnapshotID: s.SnapshotID, SequenceNumber: s.SequenceNumber,
 				TimestampMs: s.TimestampMs, BaseOffset: ends[p], Count: s.Counts[p]}
 			ends[p] += s.Counts[p]
 			add = append(add, g)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs what the tests need beyond Go: kcat (librdkafka) and the Python
-# Kafka clients. Idempotent and quick when everything is there already.
+# Installs what the tests need beyond Go: kcat (librdkafka), Java and Maven,
+# the Python Kafka clients and PyIceberg. Idempotent and quick when
+# everything is there already.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,14 +12,26 @@ need_root() {
   fi
 }
 
-if ! command -v kcat >/dev/null 2>&1; then
-  need_root kcat
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat >/dev/null
-fi
+apt_install() {
+  need_root "$1"
+  if [ -z "${apt_updated:-}" ]; then apt-get update -qq; apt_updated=1; fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+
+command -v kcat >/dev/null 2>&1 || apt_install kcat
+
+# Java and Maven run the Iceberg Java writer, the REST catalog fixture and
+# the Flink tests.
+command -v java >/dev/null 2>&1 || apt_install openjdk-17-jdk-headless
+command -v mvn >/dev/null 2>&1 || apt_install maven
 
 if ! python3 -c 'import confluent_kafka, kafka' >/dev/null 2>&1; then
   python3 -m pip install -q -r e2e/clients/requirements.txt
+fi
+
+# PyIceberg writes test tables (and reads them as a second oracle).
+if ! python3 -c 'import pyiceberg.catalog.sql, pyarrow, pyiceberg_core' >/dev/null 2>&1; then
+  python3 -m pip install -q -r e2e/writers/pyiceberg/requirements.txt
 fi
 
 go mod download

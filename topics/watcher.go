@@ -189,20 +189,40 @@ func (w *watcher) index(ctx context.Context, tbl *table.Table) error {
 			t.notify()
 		}
 	}()
-	for _, ref := range hist[start:] {
-		c, err := changelog.Derive(ctx, tbl, ref, t.deriveOptions())
-		if err != nil {
-			return fmt.Errorf("snapshot %d (sequence number %d): %w", ref.SnapshotID, ref.SequenceNumber, err)
+	for i, ref := range hist[start:] {
+		if start+i == 0 && hasExpiredParent(tbl, ref.SnapshotID) {
+			// The table's history starts after snapshots that were expired
+			// before lakegw saw them: the oldest retained snapshot's changes
+			// cannot be derived, so the topic starts with its live rows.
+			if err := w.indexPrefix(ctx, tbl, ref); err != nil {
+				return err
+			}
+			grew = true
+			continue
 		}
-		counts := c.CountByPartition()
+		// lakegw LSM tables record their counts in the snapshot summary:
+		// index without reading a file; fetches read the changelog files.
+		counts, ok, err := changelog.CountsFromSummary(tbl.Properties(), tbl.Metadata().SnapshotByID(ref.SnapshotID), t.Config.Partitions)
+		if err != nil {
+			return err
+		}
+		var c *changelog.Changes
+		if !ok {
+			if c, err = changelog.Derive(ctx, tbl, ref, t.deriveOptions()); err != nil {
+				return fmt.Errorf("snapshot %d (sequence number %d): %w", ref.SnapshotID, ref.SequenceNumber, err)
+			}
+			counts = c.CountByPartition()
+		}
 		if err := t.Index.Append(ctx, []offsets.Snapshot{{SnapshotID: ref.SnapshotID, SequenceNumber: ref.SequenceNumber, TimestampMs: ref.TimestampMs, Counts: counts}}); err != nil {
 			return err
 		}
-		// Freshly committed snapshots are what waiting consumers read next.
-		t.changes.Add(changesKey{ref.SnapshotID, offsets.KindChanges}, c)
+		if c != nil {
+			// Freshly committed snapshots are what waiting consumers read next.
+			t.changes.Add(changesKey{ref.SnapshotID, offsets.KindChanges}, c)
+		}
 		grew = true
 		w.log.Debug().Int64("snapshot_id", ref.SnapshotID).Int64("sequence_number", ref.SequenceNumber).
-			Str("operation", ref.Operation).Int("records", len(c.Records)).Msg("indexed snapshot")
+			Str("operation", ref.Operation).Ints64("records", counts).Bool("from_summary", ok).Msg("indexed snapshot")
 	}
 	return nil
 }
@@ -235,6 +255,30 @@ func alignHistory(indexed []offsets.Snapshot, hist []changelog.SnapshotRef) (exp
 		}
 	}
 	return off, n
+}
+
+// hasExpiredParent reports whether a snapshot names a parent that is no
+// longer in the table metadata.
+func hasExpiredParent(tbl *table.Table, snapshotID int64) bool {
+	s := tbl.Metadata().SnapshotByID(snapshotID)
+	return s != nil && s.ParentSnapshotID != nil && tbl.Metadata().SnapshotByID(*s.ParentSnapshotID) == nil
+}
+
+// indexPrefix indexes a snapshot as a compacted prefix: its live rows.
+func (w *watcher) indexPrefix(ctx context.Context, tbl *table.Table, ref changelog.SnapshotRef) error {
+	t := w.topic
+	c, err := changelog.ReadSnapshot(ctx, tbl, ref, t.deriveOptions())
+	if err != nil {
+		return fmt.Errorf("live rows of snapshot %d, whose parent was expired: %w", ref.SnapshotID, err)
+	}
+	if err := t.Index.Append(ctx, []offsets.Snapshot{{Kind: offsets.KindCompactedPrefix, SnapshotID: ref.SnapshotID,
+		SequenceNumber: ref.SequenceNumber, TimestampMs: ref.TimestampMs, Counts: c.CountByPartition()}}); err != nil {
+		return err
+	}
+	t.changes.Add(changesKey{ref.SnapshotID, offsets.KindCompactedPrefix}, c)
+	w.log.Info().Int64("snapshot_id", ref.SnapshotID).Int("live_rows", len(c.Records)).
+		Msg("the table's history starts after expired snapshots; the topic starts with the live rows of its oldest snapshot")
+	return nil
 }
 
 // compactExpired replaces the expired snapshots and the earliest retained
