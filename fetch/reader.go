@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/rs/zerolog"
@@ -25,6 +26,9 @@ type Config struct {
 	BatchRecords int
 	// CacheBytes bounds the cache of encoded batches.
 	CacheBytes int64
+	// ReadBudget is how long one read keeps adding batches once it has
+	// some.
+	ReadBudget time.Duration
 }
 
 // Reader reads record batches of topic partitions.
@@ -52,6 +56,9 @@ func NewReader(cfg Config, log zerolog.Logger) *Reader {
 	if cfg.BatchRecords <= 0 {
 		cfg.BatchRecords = 1000
 	}
+	if cfg.ReadBudget <= 0 {
+		cfg.ReadBudget = 500 * time.Millisecond
+	}
 	pr, _ := lru.New[partRecsKey, []int32](256)
 	r := &Reader{cfg: cfg, cache: newBatchCache(cfg.CacheBytes), log: log, partRecs: pr}
 	r.pool.New = func() any { return new(batchEncoder) }
@@ -70,7 +77,14 @@ func (r *Reader) Read(ctx context.Context, t *topics.Topic, p int32, offset int6
 	}
 	epoch := idx.LeaderEpoch()
 	start := len(dst)
+	// Reading old snapshots means planning and decoding them; once some
+	// batches are in hand, answer rather than let one fetch run past the
+	// client's request timeout.
+	deadline := time.Now().Add(r.cfg.ReadBudget)
 	for {
+		if len(dst) > start && time.Now().After(deadline) {
+			return dst, nil
+		}
 		seg, ok := idx.Locate(p, offset)
 		if !ok {
 			return dst, nil // at the high watermark

@@ -47,6 +47,10 @@ func (c *conn) serve(parent context.Context) {
 		c.writeLoop(ctx, cancel, slots)
 	}()
 	c.readLoop(ctx, slots)
+	// The client is gone or misbehaved: nothing more can be answered, so
+	// stop the handlers still running (a long-polling Fetch, a JoinGroup)
+	// rather than let them work for nobody.
+	cancel()
 	close(slots)
 	<-writerDone
 }
