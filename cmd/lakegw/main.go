@@ -17,6 +17,12 @@ Usage:
   lakegw quickstart [flags]              run the gateway with a live demo table (demo.orders)
   lakegw table register NS.TABLE METADATA-LOCATION [--remap-location OLD=NEW ...] [flags]
   lakegw table list [flags]
+  lakegw table create NS.TABLE --schema 'id long, name string' --primary-key id [--buckets N]
+                      [--merge-engine deduplicate|partial-update|aggregation|first-row] [--agg COL=FUNC ...]
+                                         create a lakegw primary-key (LSM) table
+  lakegw load NS.TABLE FILE.jsonl|FILE.csv   upsert rows into an LSM table ("_op":"delete" deletes)
+  lakegw compact NS.TABLE                merge an LSM table's sorted runs
+  lakegw get NS.TABLE KEY                point lookup of a key (JSON object, or the value of a one-column key)
 
 Every flag can also be set by a LAKEGW_* environment variable (--poll-interval
 is LAKEGW_POLL_INTERVAL) or in a YAML file given by --config, with the same names.
@@ -43,7 +49,16 @@ func run(ctx context.Context, args []string) error {
 	case "quickstart":
 		return cmdServe(ctx, args[1:], true)
 	case "table":
+		if len(args) > 1 && args[1] == "create" {
+			return cmdLsmCreate(ctx, args[2:])
+		}
 		return cmdTable(ctx, args[1:])
+	case "load":
+		return cmdLsmLoad(ctx, args[1:])
+	case "compact":
+		return cmdLsmCompact(ctx, args[1:])
+	case "get":
+		return cmdLsmGet(ctx, args[1:])
 	case "-h", "--help", "help":
 		fmt.Fprint(os.Stdout, usage)
 		return nil

@@ -1,0 +1,97 @@
+package lsm
+
+import (
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
+	icebergio "github.com/apache/iceberg-go/io"
+)
+
+// bloomProbeMax is how many candidate keys a lookup checks against a file's
+// bloom filters before it decodes the file: point lookups and small
+// commits skip files that merely overlap their key range; large commits
+// decode (and cache) the file, which answers every key at once.
+const bloomProbeMax = 64
+
+// bloomCandidates returns the candidates (indexes into keyRows) that the
+// file's bloom filters on the key columns do not rule out. A file or row
+// group without a filter rules nothing out.
+func bloomCandidates(fs icebergio.IO, sp *spec, path string, keyRows []Row, cand []int) ([]int, error) {
+	src, err := fs.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	defer src.Close()
+	pf, err := file.NewParquetReader(src)
+	if err != nil {
+		return nil, fmt.Errorf("parquet footer of %s: %w", path, err)
+	}
+	defer pf.Close()
+	meta := pf.MetaData()
+	cols := make([]int, len(sp.keyIdx))
+	for i, ci := range sp.keyIdx {
+		cols[i] = meta.Schema.ColumnIndexByName(sp.names[ci])
+		if cols[i] < 0 {
+			return cand, nil
+		}
+	}
+	bfr := pf.GetBloomFilterReader()
+	maybe := make([]bool, len(keyRows))
+	for rg := 0; rg < meta.NumRowGroups(); rg++ {
+		rgr, err := bfr.RowGroup(rg)
+		if err != nil {
+			return cand, nil
+		}
+		filters := make([]metadata.BloomFilter, len(cols))
+		for i, c := range cols {
+			if filters[i], err = rgr.GetColumnBloomFilter(c); err != nil || filters[i] == nil {
+				return cand, nil
+			}
+		}
+		for _, k := range cand {
+			if maybe[k] {
+				continue
+			}
+			all := true
+			for i, ci := range sp.keyIdx {
+				if !bloomCheck(filters[i], keyRows[k][ci]) {
+					all = false
+					break
+				}
+			}
+			maybe[k] = all
+		}
+	}
+	out := cand[:0:0]
+	for _, k := range cand {
+		if maybe[k] {
+			out = append(out, k)
+		}
+	}
+	return out, nil
+}
+
+// bloomCheck hashes a canonical value as Parquet stores it.
+func bloomCheck(bf metadata.BloomFilter, v any) bool {
+	h := bf.Hasher()
+	var hash uint64
+	switch x := v.(type) {
+	case int32:
+		hash = metadata.GetHash(h, x)
+	case int64:
+		hash = metadata.GetHash(h, x)
+	case float32:
+		hash = metadata.GetHash(h, x)
+	case float64:
+		hash = metadata.GetHash(h, x)
+	case string:
+		hash = metadata.GetHash(h, parquet.ByteArray(x))
+	case []byte:
+		hash = metadata.GetHash(h, parquet.ByteArray(x))
+	default:
+		return true
+	}
+	return bf.CheckHash(hash)
+}

@@ -1,0 +1,161 @@
+package lsm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/lakegw/lakegw/changelog"
+)
+
+// commitOnce prepares every written bucket in parallel against the table's
+// head (phase one: all files written), then commits them in one RowDelta
+// pinned to that head (phase two). A crash in between leaves only files no
+// metadata references. On a conflict the files are removed and the caller
+// redoes everything on the new head.
+func (t *Table) commitOnce(ctx context.Context, tbl *table.Table, sp *spec, writes []bucketWrites) (snapshotID int64, counts []int64, written int64, err error) {
+	st, err := loadState(ctx, tbl, sp, nil)
+	if err != nil {
+		return 0, nil, 0, err
+	}
+	fs, err := writeFS(ctx, tbl)
+	if err != nil {
+		return 0, nil, 0, err
+	}
+	outs := make([]*bucketOut, len(writes))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(t.opts.Parallelism)
+	var mu sync.Mutex
+	var paths []string
+	for i, bw := range writes {
+		g.Go(func() error {
+			out, err := t.prepareBucket(gctx, fs, tbl, sp, st, bw)
+			mu.Lock()
+			paths = append(paths, out.written...)
+			mu.Unlock()
+			outs[i] = out
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		removeFiles(fs, paths)
+		return 0, nil, 0, err
+	}
+	counts = make([]int64, sp.buckets)
+	manifest := changelog.LSMManifest{Buckets: sp.buckets}
+	var data, deletes []iceberg.DataFile
+	for _, o := range outs {
+		written += o.bytes
+		if o.data != nil {
+			data = append(data, o.data)
+		}
+		deletes = append(deletes, o.deletes...)
+		if o.changelog != nil {
+			manifest.Files = append(manifest.Files, *o.changelog)
+			counts[o.bucket] = o.records
+		}
+	}
+	if len(data) == 0 && len(deletes) == 0 {
+		removeFiles(fs, paths)
+		return 0, nil, written, nil // every write was a no-op
+	}
+	body, err := changelog.EncodeLSMManifest(manifest)
+	if err != nil {
+		removeFiles(fs, paths)
+		return 0, nil, written, err
+	}
+	mpath := newLayout(tbl.Location()).changelogManifest(st.seq)
+	paths = append(paths, mpath)
+	if err := fs.WriteFile(mpath, body); err != nil {
+		removeFiles(fs, paths)
+		return 0, nil, written, fmt.Errorf("write %s: %w", mpath, err)
+	}
+	written += int64(len(body))
+	if t.opts.BeforeCommit != nil {
+		if err := t.opts.BeforeCommit(ctx); err != nil {
+			// A simulated crash: the files stay behind, unreferenced.
+			return 0, nil, written, fmt.Errorf("before commit: %w", err)
+		}
+	}
+	props := iceberg.Properties{
+		changelog.SummaryLSMManifest: mpath,
+		changelog.SummaryLSMCounts:   changelog.EncodeLSMCounts(counts),
+	}
+	committed, err := commitRowDelta(ctx, tbl, props, data, deletes)
+	if err != nil {
+		// Only a clean conflict proves the catalog did not take the
+		// snapshot; after any other failure the files may be live.
+		if isCommitConflict(err) {
+			removeFiles(fs, paths)
+		}
+		return 0, nil, written, err
+	}
+	snap := committed.CurrentSnapshot()
+	if snap == nil {
+		return 0, nil, written, fmt.Errorf("commit to %s left no current snapshot", t.Name())
+	}
+	t.log.Debug().Int64("snapshot_id", snap.SnapshotID).Int64("sequence_number", snap.SequenceNumber).
+		Int("data_files", len(data)).Int("delete_files", len(deletes)).Ints64("changes", counts).Msg("LSM commit")
+	return snap.SnapshotID, counts, written, nil
+}
+
+// commitRowDelta commits data and delete files in one snapshot pinned to
+// the head the files were prepared against. iceberg-go would otherwise
+// replay the delta on a newer head (with commit.retry.num-retries), and a
+// blind replay leaves two live images of a key the other writer updated.
+func commitRowDelta(ctx context.Context, tbl *table.Table, props iceberg.Properties, data, deletes []iceberg.DataFile) (*table.Table, error) {
+	tx := tbl.NewTransaction()
+	if err := tx.AssertRefSnapshotID(table.MainBranch); err != nil {
+		return nil, fmt.Errorf("pin branch: %w", err)
+	}
+	rd := tx.NewRowDelta(props)
+	rd.AddRows(data...).AddDeletes(deletes...)
+	if err := rd.Commit(ctx); err != nil {
+		return nil, fmt.Errorf("stage row delta: %w", err)
+	}
+	committed, err := tx.Commit(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("commit row delta: %w", err)
+	}
+	return committed, nil
+}
+
+func writeFS(ctx context.Context, tbl *table.Table) (icebergio.WriteFileIO, error) {
+	fsys, err := tbl.FS(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("file IO: %w", err)
+	}
+	wfs, ok := fsys.(icebergio.WriteFileIO)
+	if !ok {
+		return nil, fmt.Errorf("file IO %T cannot write", fsys)
+	}
+	return wfs, nil
+}
+
+// isCommitConflict reports whether err means another writer committed
+// first and nothing of ours was applied. iceberg-go's SQL catalog reports
+// a stale branch as a plain requirement error, so the text is matched too.
+func isCommitConflict(err error) bool {
+	if errors.Is(err, table.ErrCommitFailed) {
+		return true
+	}
+	// "branch main has changed", or for a table's first snapshot "branch
+	// main was created concurrently".
+	msg := strings.ToLower(err.Error())
+	return strings.Contains(msg, "requirement failed") && (strings.Contains(msg, "has changed") || strings.Contains(msg, "concurrently"))
+}
+
+// removeFiles deletes files of a commit that never happened; best effort
+// (a leftover is unreferenced garbage, not an error).
+func removeFiles(fs icebergio.IO, paths []string) {
+	for _, p := range paths {
+		_ = fs.Remove(p)
+	}
+}

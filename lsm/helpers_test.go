@@ -1,0 +1,160 @@
+package lsm
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+	"github.com/rs/zerolog"
+
+	"github.com/lakegw/lakegw/changelog"
+	"github.com/lakegw/lakegw/lake"
+)
+
+// testSchema: id long (key), name string, qty long, price double.
+var testSchema = iceberg.NewSchema(0,
+	iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
+	iceberg.NestedField{ID: 2, Name: "name", Type: iceberg.PrimitiveTypes.String},
+	iceberg.NestedField{ID: 3, Name: "qty", Type: iceberg.PrimitiveTypes.Int64},
+	iceberg.NestedField{ID: 4, Name: "price", Type: iceberg.PrimitiveTypes.Float64},
+)
+
+func testCatalog(t testing.TB, dir string) catalog.Catalog {
+	t.Helper()
+	ctx := context.Background()
+	cat, err := lake.OpenCatalog(ctx, dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = cat.CreateNamespace(ctx, table.Identifier{"ns"}, nil)
+	return cat
+}
+
+func createTestTable(t testing.TB, cat catalog.Catalog, name string, co CreateOptions, opts Options) *Table {
+	t.Helper()
+	if len(co.PrimaryKey) == 0 {
+		co.PrimaryKey = []string{"id"}
+	}
+	if opts.Log.GetLevel() == zerolog.DebugLevel && false {
+		opts.Log = zerolog.New(zerolog.NewTestWriter(t))
+	}
+	tb, err := Create(context.Background(), cat, table.Identifier{"ns", name}, testSchema, co, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tb
+}
+
+// scanRows reads the table's current snapshot with iceberg-go's scanner
+// (deletes applied) and renders each row as "id|name|qty|price".
+func scanRows(t testing.TB, cat catalog.Catalog, ident table.Identifier) map[string]string {
+	t.Helper()
+	ctx := context.Background()
+	tbl, err := cat.LoadTable(ctx, ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	if tbl.CurrentSnapshot() == nil {
+		return out
+	}
+	_, it, err := tbl.Scan().ToArrowRecords(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rec, err := range it {
+		if err != nil {
+			t.Fatal(err)
+		}
+		for r := 0; r < int(rec.NumRows()); r++ {
+			row := renderArrowRow(t, rec, r)
+			id := strings.SplitN(row, "|", 2)[0]
+			if prev, dup := out[id]; dup {
+				t.Fatalf("key %s twice in the scan: %s and %s", id, prev, row)
+			}
+			out[id] = row
+		}
+		rec.Release()
+	}
+	return out
+}
+
+func renderArrowRow(t testing.TB, rec arrow.RecordBatch, r int) string {
+	t.Helper()
+	parts := make([]string, rec.NumCols())
+	for c := range parts {
+		v, err := valueAt(rec.Column(c), r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts[c] = renderValue(v)
+	}
+	return strings.Join(parts, "|")
+}
+
+func renderValue(v any) string {
+	if v == nil {
+		return "null"
+	}
+	return fmt.Sprint(v)
+}
+
+func renderMap(m map[string]any) string {
+	return strings.Join([]string{renderValue(m["id"]), renderValue(m["name"]), renderValue(m["qty"]), renderValue(m["price"])}, "|")
+}
+
+// deriveAll derives the change events of every snapshot of the table and
+// renders them per partition as "op before -> after".
+func deriveEvents(t testing.TB, tbl *table.Table, snapID int64) []string {
+	t.Helper()
+	ctx := context.Background()
+	hist, err := changelog.MainHistory(tbl.Metadata())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ref changelog.SnapshotRef
+	for _, h := range hist {
+		if h.SnapshotID == snapID {
+			ref = h
+		}
+	}
+	parts := int32(tbl.Properties().GetInt(PropPartitions, 1))
+	c, err := changelog.Derive(ctx, tbl, ref, changelog.Options{Partitions: parts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Release()
+	var out []string
+	for _, rec := range c.Records {
+		s := fmt.Sprintf("p%d %s", rec.Partition, rec.Op.Header())
+		if rec.Before.Valid() {
+			s += " " + renderArrowRow(t, c.Batches[rec.Before.Batch], int(rec.Before.Row))
+		}
+		if rec.After.Valid() {
+			s += " -> " + renderArrowRow(t, c.Batches[rec.After.Batch], int(rec.After.Row))
+		}
+		out = append(out, s)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// historyIDs lists the main-branch snapshot ids, oldest first.
+func historyIDs(t testing.TB, tbl *table.Table) []int64 {
+	t.Helper()
+	hist, err := changelog.MainHistory(tbl.Metadata())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]int64, len(hist))
+	for i, h := range hist {
+		out[i] = h.SnapshotID
+	}
+	return out
+}

@@ -1,0 +1,72 @@
+package lsm
+
+import (
+	"context"
+	"testing"
+
+	"github.com/apache/iceberg-go/table"
+)
+
+// A compaction whose inputs hold only deleted rows writes no file; its
+// snapshot must still be a row-less replace, with no change events.
+func TestLsmCompactionOfDeletedRows(t *testing.T) {
+	ctx := context.Background()
+	cat := testCatalog(t, t.TempDir())
+	tb := createTestTable(t, cat, "alldel", CreateOptions{Buckets: 1}, Options{})
+	w, _ := tb.NewWriter(ctx)
+	for i := int64(0); i < 3; i++ {
+		if err := w.Upsert(map[string]any{"id": i, "name": "x"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := w.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := int64(0); i < 3; i++ {
+		if err := w.Delete(map[string]any{"id": i}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := w.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cr, err := tb.Compact(ctx, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cr.SnapshotID == 0 || cr.FilesOut != 0 {
+		t.Fatalf("compaction %+v", cr)
+	}
+	tbl, _ := cat.LoadTable(ctx, table.Identifier{"ns", "alldel"})
+	s := tbl.CurrentSnapshot()
+	t.Logf("operation %s summary %v", s.Summary.Operation, s.Summary.Properties)
+	if ev := deriveEvents(t, tbl, s.SnapshotID); len(ev) != 0 {
+		t.Fatalf("events %q", ev)
+	}
+	if got := scanRows(t, cat, table.Identifier{"ns", "alldel"}); len(got) != 0 {
+		t.Fatalf("scan %v", got)
+	}
+}
+
+// Universal compaction picking, Paimon's rules.
+func TestLsmCompactionPick(t *testing.T) {
+	o := CompactionOptions{}.withDefaults()
+	run := func(level int, size int64) sortedRun { return sortedRun{level: level, size: size} }
+	// Fewer runs than the trigger: nothing.
+	if u := o.pick([]sortedRun{run(0, 1), run(0, 1), run(5, 100)}, false); u != nil {
+		t.Fatalf("picked %+v", u)
+	}
+	// Size amplification: 4 small L0 over a large oldest run: no; over
+	// a small one: everything to the max level.
+	if u := o.pick([]sortedRun{run(0, 10), run(0, 10), run(0, 10), run(0, 10), run(5, 1000)}, false); u == nil || len(u.runs) != 4 || u.level != 4 {
+		t.Fatalf("size ratio pick %+v", u)
+	}
+	if u := o.pick([]sortedRun{run(0, 100), run(0, 100), run(0, 100), run(0, 100), run(5, 100)}, false); u == nil || len(u.runs) != 5 || u.level != 5 {
+		t.Fatalf("size amplification pick %+v", u)
+	}
+	// Run count: sizes growing too fast for the ratio, 6 runs: the
+	// newest 2 merge, into the level under the next non-L0 run.
+	if u := o.pick([]sortedRun{run(0, 1), run(0, 4), run(0, 40), run(0, 400), run(4, 4000), run(5, 40000)}, false); u == nil || len(u.runs) != 4 || u.level != 3 {
+		t.Fatalf("run count pick %+v", u)
+	}
+}
