@@ -73,6 +73,7 @@ func cmdServe(ctx context.Context, args []string, demo bool) error {
 	compression := fs.String("compression", "none", "default batch compression: none, gzip, snappy, lz4, zstd")
 	partitions := fs.Int("partitions", 1, "default partitions per topic (records spread by key hash)")
 	demoEvery := fs.Duration("demo-interval", time.Second, "quickstart only: how often the demo table commits")
+	compactEvery := fs.Duration("compact-interval", 30*time.Second, "how often served lakegw LSM tables are compacted in the background (0: never)")
 	if err := parseConfig(fs, args); err != nil {
 		return err
 	}
@@ -130,16 +131,23 @@ func cmdServe(ctx context.Context, args []string, demo bool) error {
 		return err
 	}
 
-	return runAll(ctx, log, reg, srv, demoWriter, *demoEvery)
+	var compactor func(context.Context) error
+	if *compactEvery > 0 {
+		compactor = func(ctx context.Context) error {
+			return runCompactor(ctx, cat, reg, *compactEvery, log.With().Str("component", "compactor").Logger())
+		}
+	}
+	return runAll(ctx, log, reg, srv, demoWriter, *demoEvery, compactor)
 }
 
-// runAll runs the registry, the server and the demo writer until ctx ends
+// runAll runs the registry, the server, the demo writer and the compactor until ctx ends
 // or one of them fails, then stops the others and waits for them.
-func runAll(parent context.Context, log zerolog.Logger, reg *topics.Registry, srv *protocol.Server, demo *quickstart.Demo, demoEvery time.Duration) error {
+func runAll(parent context.Context, log zerolog.Logger, reg *topics.Registry, srv *protocol.Server, demo *quickstart.Demo, demoEvery time.Duration,
+	compactor func(context.Context) error) error {
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	var wg sync.WaitGroup
-	errs := make(chan error, 3)
+	errs := make(chan error, 4)
 	goRun := func(name string, fn func(context.Context) error) {
 		wg.Add(1)
 		go func() {
@@ -161,6 +169,9 @@ func runAll(parent context.Context, log zerolog.Logger, reg *topics.Registry, sr
 	log.Info().Str("listen", srv.Addr().String()).Int("topics", len(reg.Topics())).Msg("lakegw is serving")
 	if demo != nil {
 		goRun("demo writer", func(ctx context.Context) error { return demo.Run(ctx, demoEvery) })
+	}
+	if compactor != nil {
+		goRun("compactor", compactor)
 	}
 	<-ctx.Done()
 	wg.Wait()

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"context"
+	"time"
+
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/rs/zerolog"
+
+	"github.com/lakegw/lakegw/changelog"
+	"github.com/lakegw/lakegw/lsm"
+	"github.com/lakegw/lakegw/topics"
+)
+
+// runCompactor runs universal compaction on the served lakegw LSM tables
+// every interval until ctx ends, so that their sorted runs stay few (and
+// lookups cheap) even when writers do not compact. Compaction commits
+// replace snapshots, which change no rows and so no topic offsets.
+func runCompactor(ctx context.Context, cat catalog.Catalog, reg *topics.Registry, every time.Duration, log zerolog.Logger) error {
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	opened := map[string]*lsm.Table{}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		for _, t := range reg.Topics() {
+			tbl := t.Table()
+			if tbl == nil || tbl.Properties()[changelog.PropLSM] != "true" {
+				continue
+			}
+			lt, ok := opened[t.Name]
+			if !ok {
+				var err error
+				if lt, err = lsm.Open(ctx, cat, t.Ident, lsm.Options{Log: log}); err != nil {
+					log.Warn().Err(err).Str("table", t.Name).Msg("cannot open LSM table for compaction")
+					continue
+				}
+				opened[t.Name] = lt
+			}
+			res, err := lt.Compact(ctx, false)
+			if err != nil {
+				if ctx.Err() == nil {
+					log.Warn().Err(err).Str("table", t.Name).Msg("background compaction failed; retrying at the next interval")
+				}
+				continue
+			}
+			log.Debug().Str("table", t.Name).Interface("result", res).Msg("background compaction")
+		}
+	}
+}
