@@ -1,7 +1,7 @@
 # The README's commands. `make test` is what CI runs (through .ci/run).
 GO ?= go
 
-.PHONY: test deps lint build quickstart fuzz
+.PHONY: test deps lint build quickstart fuzz bench bench-quick
 
 test: deps lint
 	$(GO) test -race -count=1 ./...
@@ -22,3 +22,20 @@ quickstart:
 # A longer fuzzing run than the seed corpus CI replays.
 fuzz:
 	$(GO) test ./protocol -run '^$$' -fuzz FuzzParseRequest -fuzztime 2m
+
+# Side by side with a real Apache Kafka broker (issue 6; needs Java 17+ and
+# Maven, fetches the broker from Maven Central once): prints the Markdown
+# table and `ratio <name> <value>` lines; results.md and results.csv land in
+# bench-results/. bench-quick: ~200,000 records in under three minutes.
+bench-quick:
+	$(GO) run ./e2e/bench -records 200000 -out bench-results/quick
+
+bench:
+	$(GO) run ./e2e/bench -records 5000000 -reps 1 -fresh-samples 200 -fanout-records 200000 -out bench-results/full
+
+# Flink (MiniCluster jobs) and the Java kafka-clients consumer against a
+# freshly built lakegw: e2e/flink_test.go runs `mvn test` in e2e/flink.
+# Needs java 17+ and mvn; fails saying so when they are missing.
+.PHONY: e2e-flink
+e2e-flink:
+	LAKEGW_E2E_FLINK=1 $(GO) test -count=1 -timeout 25m -run '^TestFlink$$' -v ./e2e

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"runtime/pprof"
+	"testing"
+
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/lakegw/lakegw/changelog"
+	"github.com/lakegw/lakegw/lake"
+)
+
+// BenchmarkNewSnapshot is the gateway's work between a commit and the
+// wake-up of waiting consumers, on a table with a growing history of small
+// snapshots (10 changes each, as the freshness measurement commits): load
+// the table metadata, list the main history, derive the new snapshot.
+// Commit-to-consume latency grows with history when this does.
+func BenchmarkNewSnapshot(b *testing.B) {
+	ctx := context.Background()
+	dir := filepath.Join(b.TempDir(), "fresh")
+	cat, err := lake.OpenCatalog(ctx, dir, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ident := table.Identifier{"bench", "fresh"}
+	gen, err := newTableGen(ctx, cat, ident, 3, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, snaps := range []int{10, 50, 200} {
+		for gen.Snapshots < snaps {
+			if err := gen.commit(ctx, 10); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.Run(fmt.Sprintf("snapshots=%d", snaps), func(b *testing.B) {
+			var load, derive float64
+			for b.Loop() {
+				c0 := processCPU()
+				tbl, err := cat.LoadTable(ctx, ident)
+				if err != nil {
+					b.Fatal(err)
+				}
+				hist, err := changelog.MainHistory(tbl.Metadata())
+				if err != nil {
+					b.Fatal(err)
+				}
+				c1 := processCPU()
+				var c *changelog.Changes
+				pprof.Do(ctx, pprof.Labels("phase", "derive-new-snapshot"), func(ctx context.Context) {
+					c, err = changelog.Derive(ctx, tbl, hist[len(hist)-1], changelog.Options{})
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+				c.Release()
+				load += float64((c1 - c0).Microseconds())
+				derive += float64((processCPU() - c1).Microseconds())
+			}
+			b.ReportMetric(load/float64(b.N)/1000, "load-cpu-ms/op")
+			b.ReportMetric(derive/float64(b.N)/1000, "derive-cpu-ms/op")
+		})
+	}
+}

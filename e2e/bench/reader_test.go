@@ -1,0 +1,431 @@
+package main
+
+// In-process benchmarks of lakegw's read path on the benchmark table, for
+// profiling (go test -bench ... -cpuprofile): fetch.Reader over a
+// topics.Registry on lakegw's embedded catalog, as `lakegw serve` wires
+// them, without the network or a client.
+//
+//	go test ./e2e/bench -run '^$' -bench . -benchtime 5x -cpuprofile cpu.out
+//	LAKEGW_BENCH_RECORDS=1000000 go test ./e2e/bench -run '^$' -bench Cold
+//
+// TestReaderSmoke (a few seconds) keeps the table writer and this wiring
+// working in plain `go test ./...`; the benchmark program itself needs a
+// Kafka broker and runs only through `make bench` / `make bench-quick`.
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/lakegw/lakegw/fetch"
+	"github.com/lakegw/lakegw/lake"
+	"github.com/lakegw/lakegw/state"
+	"github.com/lakegw/lakegw/topics"
+)
+
+// benchTable is a benchmark table written once per test binary.
+type benchTable struct {
+	dir     string
+	changes int64
+	files   []fileInfo
+	bytes   int64 // encoded size of the whole topic, uncompressed
+}
+
+var (
+	tables   = map[string]*benchTable{}
+	tablesMu sync.Mutex
+	tmpRoot  string
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "lakegw-bench-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	tmpRoot = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func getTable(tb testing.TB, records int64, snapRecords int, props iceberg.Properties) *benchTable {
+	tb.Helper()
+	tablesMu.Lock()
+	defer tablesMu.Unlock()
+	name := strconv.FormatInt(records, 10)
+	for _, k := range slices.Sorted(maps.Keys(props)) {
+		name += "-" + k + "=" + props[k]
+	}
+	if t, ok := tables[name]; ok {
+		return t
+	}
+	ctx := context.Background()
+	dir := filepath.Join(tmpRoot, name)
+	cat, err := lake.OpenCatalog(ctx, dir, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tprops := maps.Clone(props)
+	recent, _ := strconv.Atoi(tprops[recentFilesProp])
+	delete(tprops, recentFilesProp)
+	gen, err := newTableGen(ctx, cat, table.Identifier{"bench", "orders"}, 1, tprops)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	gen.RecentFiles = recent
+	for gen.Changes < records {
+		if err := gen.commit(ctx, int(min(int64(snapRecords), records-gen.Changes))); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	t := &benchTable{dir: dir, changes: gen.Changes, files: gen.DataFiles}
+	// Index it once (the state store keeps the index for later gateways),
+	// and learn the topic's size.
+	g := openGateway(tb, t)
+	g.waitIndexed(tb, t.changes)
+	_, t.bytes = g.readAll(tb, fetch.NewReader(fetch.Config{BatchRecords: 1000}, zerolog.Nop()))
+	g.close()
+	tables[name] = t
+	return t
+}
+
+// inproc is lakegw's registry on a table directory, in this process.
+type inproc struct {
+	// readAhead makes readAll derive the next snapshot in the background.
+	readAhead bool
+	// ctx is the context of reads (nil: Background): it can carry an
+	// arrow allocator (compute.WithAllocator) to iceberg-go's scans.
+	ctx    context.Context
+	reg    *topics.Registry
+	store  *state.Store
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func openGateway(tb testing.TB, t *benchTable) *inproc {
+	tb.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	store, err := state.Open(ctx, filepath.Join(t.dir, "state.db"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cat, err := lake.OpenCatalog(ctx, t.dir, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	reg := topics.New(topics.Config{}, cat, store, zerolog.Nop())
+	g := &inproc{reg: reg, store: store, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(g.done)
+		_ = reg.Run(ctx)
+	}()
+	<-reg.Ready()
+	return g
+}
+
+func (g *inproc) topic(tb testing.TB) *topics.Topic {
+	tb.Helper()
+	t, ok := g.reg.Topic(mainTopic)
+	if !ok {
+		tb.Fatalf("topic %s is not served", mainTopic)
+	}
+	return t
+}
+
+func (g *inproc) waitIndexed(tb testing.TB, n int64) {
+	tb.Helper()
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		if t, ok := g.reg.Topic(mainTopic); ok && t.Index.HighWatermark(0) == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("topic not indexed to %d records", n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (g *inproc) close() {
+	g.cancel()
+	<-g.done
+	g.store.Close()
+}
+
+// readAll reads the whole topic as a consumer would, 1 MiB per fetch, and
+// returns the records and bytes read.
+func (g *inproc) readAll(tb testing.TB, r *fetch.Reader) (records, size int64) {
+	tb.Helper()
+	t := g.topic(tb)
+	ctx := g.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	hw := t.Index.HighWatermark(0)
+	buf := make([]byte, 0, 2<<20)
+	var ahead sync.WaitGroup
+	defer ahead.Wait()
+	var aheadOf int64 = -1
+	for off := int64(0); off < hw; {
+		if g.readAhead {
+			// Derive the next snapshot while this one is encoded and
+			// served: what a read-ahead in fetch/ would do.
+			if seg, ok := t.Index.Locate(0, off); ok && seg.BaseOffset != aheadOf {
+				aheadOf = seg.BaseOffset
+				if next, ok := t.Index.Locate(0, seg.BaseOffset+seg.Count); ok {
+					ahead.Add(1)
+					go func() {
+						defer ahead.Done()
+						_, _ = t.Changes(ctx, next)
+					}()
+				}
+			}
+		}
+		out, err := r.Read(ctx, t, 0, off, 1<<20, "none", buf[:0])
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if len(out) == 0 {
+			tb.Fatalf("empty read at %d of %d", off, hw)
+		}
+		size += int64(len(out))
+		for b := out; len(b) >= 61; {
+			base := int64(binary.BigEndian.Uint64(b))
+			n := int(binary.BigEndian.Uint32(b[8:])) + 12
+			last := base + int64(binary.BigEndian.Uint32(b[23:]))
+			records += last - off + 1
+			off = last + 1
+			b = b[n:]
+		}
+	}
+	return records, size
+}
+
+func benchRecords() int64 {
+	if v, err := strconv.ParseInt(os.Getenv("LAKEGW_BENCH_RECORDS"), 10, 64); err == nil && v > 0 {
+		return v
+	}
+	return 200_000
+}
+
+// recentFilesProp is not a table property: it sets how many of the newest
+// data files the benchmark table's updates and deletes hit.
+const recentFilesProp = "bench.recent-files"
+
+// BenchmarkReadColdBeforeImages measures what reading before-images costs:
+// the same number and mix of changes, with updates and deletes drawn from
+// the newest data file only, or from the newest 4 (the default table).
+// lakegw reads every row group that holds a retired row, so each extra
+// file hit is one more whole-file decode per snapshot.
+func BenchmarkReadColdBeforeImages(b *testing.B) {
+	for _, n := range []string{"1", "4"} {
+		b.Run("updatedFiles="+n, func(b *testing.B) {
+			benchReadCold(b, iceberg.Properties{recentFilesProp: n}, false, false)
+		})
+	}
+}
+
+// BenchmarkReadCold reads the whole topic through a new registry and
+// reader each time: every snapshot is derived and every batch encoded.
+// parquetBatch is the table's read.parquet.batch-size, the rows iceberg-go's
+// reader reserves buffers for (default 131072): a proposed fix sets it per
+// scan in changelog/ (table.WithArrowBatchSize).
+//
+// readAhead=on derives the next snapshot in the background while the
+// current one is read (the topics.Topic API allows it from outside), the
+// measure of a proposed read-ahead in fetch/.
+func BenchmarkReadCold(b *testing.B) {
+	for _, bs := range []string{"default", "16384"} {
+		for _, ra := range []bool{false, true} {
+			for _, pool := range []bool{false, true} {
+				name := fmt.Sprintf("parquetBatch=%s/readAhead=%s/alloc=%s", bs, onOff(ra), map[bool]string{false: "go", true: "pool"}[pool])
+				b.Run(name, func(b *testing.B) {
+					var props iceberg.Properties
+					if bs != "default" {
+						props = iceberg.Properties{"read.parquet.batch-size": bs}
+					}
+					benchReadCold(b, props, ra, pool)
+				})
+			}
+		}
+	}
+}
+
+func onOff(v bool) string {
+	if v {
+		return "on"
+	}
+	return "off"
+}
+
+func benchReadCold(b *testing.B, props iceberg.Properties, readAhead, pool bool) {
+	n := benchRecords()
+	t := getTable(b, n, int(min(n/10, 250_000)), props)
+	b.SetBytes(t.bytes)
+	b.ReportAllocs()
+	var cpu time.Duration
+	b.ResetTimer()
+	for b.Loop() {
+		b.StopTimer()
+		g := openGateway(b, t)
+		g.readAhead = readAhead
+		if pool {
+			g.ctx = compute.WithAllocator(context.Background(), newPoolAllocator())
+		}
+		r := fetch.NewReader(fetch.Config{BatchRecords: 1000, CacheBytes: 256 << 20}, zerolog.Nop())
+		b.StartTimer()
+		var got int64
+		c0 := processCPU()
+		// The label marks this read's CPU samples, including those of the
+		// goroutines iceberg-go's scanner starts: pprof -tagfocus phase=cold.
+		pprof.Do(context.Background(), pprof.Labels("phase", "cold"), func(context.Context) { got, _ = g.readAll(b, r) })
+		cpu += processCPU() - c0
+		if got != t.changes {
+			b.Fatalf("read %d records, want %d", got, t.changes)
+		}
+		b.StopTimer()
+		g.close()
+		b.StartTimer()
+	}
+	reportCPU(b, cpu, t.changes)
+}
+
+// processCPU is the CPU time (user + system) this process has used: on a
+// machine shared with other work it varies far less than wall time.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func reportCPU(b *testing.B, cpu time.Duration, records int64) {
+	b.ReportMetric(float64(records)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
+	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N)/1e6, "cpu-ms/op")
+	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N)/float64(records), "cpu-ns/record")
+}
+
+// BenchmarkReadWarm reads the whole topic again and again through one
+// reader whose batch cache holds it: the second-consumer path.
+func BenchmarkReadWarm(b *testing.B) {
+	n := benchRecords()
+	t := getTable(b, n, int(min(n/10, 250_000)), nil)
+	g := openGateway(b, t)
+	defer g.close()
+	r := fetch.NewReader(fetch.Config{BatchRecords: 1000, CacheBytes: 1 << 30}, zerolog.Nop())
+	g.readAll(b, r)
+	// The live heap of a warm gateway: the batch cache plus the topic's
+	// cache of derived snapshots.
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	live := float64(ms.HeapAlloc) / (1 << 20)
+	b.SetBytes(t.bytes)
+	b.ResetTimer()
+	c0 := processCPU()
+	for b.Loop() {
+		pprof.Do(context.Background(), pprof.Labels("phase", "warm"), func(context.Context) { g.readAll(b, r) })
+	}
+	reportCPU(b, processCPU()-c0, t.changes)
+	b.ReportMetric(live, "live-heap-MiB")
+	b.ReportMetric(float64(t.bytes)/(1<<20), "topic-MiB")
+}
+
+// BenchmarkServeWarm is the warm path as the Kafka server runs it: a Fetch
+// request answered by Reader.Serve and encoded into a response frame.
+func BenchmarkServeWarm(b *testing.B) {
+	n := benchRecords()
+	t := getTable(b, n, int(min(n/10, 250_000)), nil)
+	g := openGateway(b, t)
+	defer g.close()
+	r := fetch.NewReader(fetch.Config{BatchRecords: 1000, CacheBytes: 1 << 30}, zerolog.Nop())
+	g.readAll(b, r)
+	ctx := context.Background()
+	frame := make([]byte, 0, 2<<20)
+	b.SetBytes(t.bytes)
+	b.ReportAllocs()
+	b.ResetTimer()
+	c0 := processCPU()
+	for b.Loop() {
+		for off := int64(0); off < t.changes; {
+			req := kmsg.NewPtrFetchRequest()
+			req.Version = 12
+			req.MaxBytes = 50 << 20
+			req.MinBytes = 1
+			rt := kmsg.NewFetchRequestTopic()
+			rt.Topic = mainTopic
+			rp := kmsg.NewFetchRequestTopicPartition()
+			rp.FetchOffset = off
+			rp.PartitionMaxBytes = 1 << 20
+			rp.CurrentLeaderEpoch = -1
+			rt.Partitions = append(rt.Partitions, rp)
+			req.Topics = append(req.Topics, rt)
+			resp := r.Serve(ctx, g.reg, req)
+			frame = resp.AppendTo(frame[:0])
+			batches := resp.Topics[0].Partitions[0].RecordBatches
+			if len(batches) == 0 {
+				b.Fatalf("empty fetch at %d", off)
+			}
+			for bb := batches; len(bb) >= 61; {
+				base := int64(binary.BigEndian.Uint64(bb))
+				off = base + int64(binary.BigEndian.Uint32(bb[23:])) + 1
+				bb = bb[int(binary.BigEndian.Uint32(bb[8:]))+12:]
+			}
+		}
+	}
+	reportCPU(b, processCPU()-c0, t.changes)
+}
+
+// BenchmarkDecodeFloor is the bare Parquet decode of the table's data files.
+func BenchmarkDecodeFloor(b *testing.B) {
+	n := benchRecords()
+	t := getTable(b, n, int(min(n/10, 250_000)), nil)
+	c0 := processCPU()
+	for b.Loop() {
+		if _, err := decodeFloor(context.Background(), t.files); err != nil {
+			b.Fatal(err)
+		}
+	}
+	reportCPU(b, processCPU()-c0, t.changes)
+}
+
+// TestReaderSmoke writes a small benchmark table (updates and deletes
+// included) and reads it cold and warm in process: the whole topic, once
+// per record, the same bytes both times.
+func TestReaderSmoke(t *testing.T) {
+	bt := getTable(t, 3000, 500, nil)
+	g := openGateway(t, bt)
+	defer g.close()
+	r := fetch.NewReader(fetch.Config{BatchRecords: 1000, CacheBytes: 64 << 20}, zerolog.Nop())
+	n1, s1 := g.readAll(t, r)
+	n2, s2 := g.readAll(t, r)
+	if n1 != bt.changes || n2 != n1 || s1 != s2 || s1 != bt.bytes {
+		t.Fatalf("cold read %d records / %d bytes, warm %d / %d; the table has %d change records, %d bytes at first read",
+			n1, s1, n2, s2, bt.changes, bt.bytes)
+	}
+	res, err := decodeFloor(context.Background(), bt.files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Data file rows are the inserts and the updates' new images.
+	if res.Records >= bt.changes || res.Records == 0 {
+		t.Fatalf("floor decoded %d rows for %d change records", res.Records, bt.changes)
+	}
+}

@@ -1,0 +1,298 @@
+package main
+
+import (
+	"bytes"
+	"encoding/csv"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+type row struct {
+	name string
+	res  consumeResult
+	cpu  float64 // server CPU seconds during the pass (0: not measured)
+}
+
+type results struct {
+	cfg       config
+	total     int64
+	snapshots int
+	refSum    uint32
+	extra     []row
+	reps      map[string][]row
+	fan       []fanResult
+	freshGW   latencies
+	// freshKafka is produce-to-consume.
+	freshKafka   latencies
+	idleRSS      int64
+	afterWarmRSS int64
+	kafkaRSS     int64
+	elapsed      time.Duration
+	checkErrs    []string
+}
+
+func (r *results) add(x row) { r.extra = append(r.extra, x) }
+
+func (r *results) addRep(kind string, rep int, res consumeResult, cpu float64) {
+	if r.reps == nil {
+		r.reps = map[string][]row{}
+	}
+	if kind != "floor" && res.Sum != r.refSum {
+		r.checkErrs = append(r.checkErrs, fmt.Sprintf("%s pass %d: record CRC %08x differs from the copied stream's %08x", kind, rep+1, res.Sum, r.refSum))
+	}
+	r.reps[kind] = append(r.reps[kind], row{res: res, cpu: cpu})
+}
+
+// median returns the pass with the median records/s.
+func (r *results) median(kind string) row {
+	rs := slices.Clone(r.reps[kind])
+	if len(rs) == 0 {
+		return row{}
+	}
+	slices.SortFunc(rs, func(a, b row) int {
+		switch x, y := a.res.recsPerSec(), b.res.recsPerSec(); {
+		case x < y:
+			return -1
+		case x > y:
+			return 1
+		}
+		return 0
+	})
+	return rs[len(rs)/2]
+}
+
+type ratio struct {
+	name  string
+	value float64
+}
+
+func machine() string {
+	model := "unknown cpu"
+	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(data), "\n") {
+			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+				model = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	mem := ""
+	if data, err := os.ReadFile("/proc/meminfo"); err == nil {
+		f := strings.Fields(string(data))
+		if len(f) > 1 {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			mem = fmt.Sprintf(", %.0f GiB RAM", float64(kb)/(1<<20))
+		}
+	}
+	java := "java ?"
+	if out, err := exec.Command("java", "-version").CombinedOutput(); err == nil {
+		java = strings.SplitN(string(out), "\n", 2)[0]
+	}
+	return fmt.Sprintf("%d cores (%s)%s, %s, %s, Linux; shared with other work, so compare ratios, not absolute numbers",
+		runtime.NumCPU(), model, mem, runtime.Version(), java)
+}
+
+func kafkaVersion() string {
+	if v := os.Getenv("KAFKA_VERSION"); v != "" {
+		return v
+	}
+	return "4.1.2"
+}
+
+func (r *results) write(stdout io.Writer) error {
+	var md bytes.Buffer
+	var recs [][]string
+	csvRow := func(section, name, metric string, v float64, unit string) {
+		recs = append(recs, []string{section, name, metric, strconv.FormatFloat(v, 'f', -1, 64), unit})
+	}
+	k, cold, warm, floor := r.median("kafka"), r.median("cold"), r.median("warm"), r.median("floor")
+	fmt.Fprintf(&md, "## lakegw vs Apache Kafka %s: %d change records of a 10-column row (debezium-json)\n\n", kafkaVersion(), r.total)
+	fmt.Fprintf(&md, "Machine: %s. Table: %d snapshots (inserts, then 70%% inserts / 20%% updates / 10%% deletes as merge-on-read position deletes). "+
+		"Client: franz-go, one consumer of partition 0 from offset 0 unless noted. lakegw --cache-bytes %d MiB, --batch-records 1000, no compression; "+
+		"Kafka KRaft single node, default configuration, same records produced uncompressed. Medians of %d passes. Run took %v.\n\n",
+		machine(), r.snapshots, r.cfg.cacheBytes>>20, r.cfg.reps, r.elapsed.Round(time.Second))
+	if len(r.cfg.gatewayEnv) > 0 || len(r.cfg.tableProps) > 0 {
+		fmt.Fprintf(&md, "Non-default settings: lakegw environment %v, table properties %v.\n\n", r.cfg.gatewayEnv, r.cfg.tableProps)
+	}
+	fmt.Fprintf(&md, "| measurement | records | MB | s | records/s | MB/s | server CPU s | records per server CPU s |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	line := func(name string, x row) {
+		perCPU := "-"
+		cpu := "-"
+		if x.cpu > 0 {
+			cpu = fmt.Sprintf("%.2f", x.cpu)
+			perCPU = fmt.Sprintf("%.0f", float64(x.res.Records)/x.cpu)
+		}
+		fmt.Fprintf(&md, "| %s | %d | %.1f | %.2f | %.0f | %.1f | %s | %s |\n", name, x.res.Records, float64(x.res.Bytes)/1e6,
+			x.res.Elapsed.Seconds(), x.res.recsPerSec(), x.res.mbPerSec(), cpu, perCPU)
+		csvRow("throughput", name, "records", float64(x.res.Records), "")
+		csvRow("throughput", name, "bytes", float64(x.res.Bytes), "B")
+		csvRow("throughput", name, "seconds", x.res.Elapsed.Seconds(), "s")
+		csvRow("throughput", name, "records_per_s", x.res.recsPerSec(), "1/s")
+		csvRow("throughput", name, "mb_per_s", x.res.mbPerSec(), "MB/s")
+		csvRow("throughput", name, "server_cpu_s", x.cpu, "s")
+	}
+	line("Kafka", k)
+	line("lakegw cold (new process: nothing cached)", cold)
+	line("lakegw warm (second consumer of the same range)", warm)
+	line("floor: bare Parquet decode of the data files (arrow-go; MB = file bytes)", floor)
+	for _, x := range r.extra {
+		line(x.name, x)
+	}
+
+	fmt.Fprintf(&md, "\n### Freshness: a consumer waits at the high watermark; time from the start of the write to the first record\n\n")
+	fmt.Fprintf(&md, "| system | write | samples | p50 ms | p99 ms | max ms | write call p50 ms |\n|---|---|---:|---:|---:|---:|---:|\n")
+	fl := func(name, what string, l latencies) {
+		p50, p99, mx := percentile(l.EndToEnd, .5), percentile(l.EndToEnd, .99), percentile(l.EndToEnd, 1)
+		fmt.Fprintf(&md, "| %s | %s | %d | %.1f | %.1f | %.1f | %.1f |\n", name, what, len(l.EndToEnd), ms(p50), ms(p99), ms(mx), ms(percentile(l.Write, .5)))
+		csvRow("freshness", name, "p50_ms", ms(p50), "ms")
+		csvRow("freshness", name, "p99_ms", ms(p99), "ms")
+		csvRow("freshness", name, "max_ms", ms(mx), "ms")
+		csvRow("freshness", name, "write_p50_ms", ms(percentile(l.Write, .5)), "ms")
+	}
+	fl("lakegw (--poll-interval 200ms, default)", "iceberg-go commit of a 10-change snapshot", r.freshGW)
+	fl("Kafka", "franz-go ProduceSync of 10 records (acks=all)", r.freshKafka)
+
+	fmt.Fprintf(&md, "\n### Fan-out: n consumers of the same %d records at once\n\n", r.cfg.fanoutRecords)
+	fmt.Fprintf(&md, "| server | consumers | s | aggregate records/s | aggregate MB/s | server CPU s | peak RSS MiB | VmHWM MiB |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, f := range r.fan {
+		fmt.Fprintf(&md, "| %s | %d | %.2f | %.0f | %.1f | %.2f | %.0f | %.0f |\n", f.server, f.consumers, f.res.Elapsed.Seconds(),
+			f.res.recsPerSec(), f.res.mbPerSec(), f.cpu, mib(f.peakRSS), mib(f.hwm))
+		name := fmt.Sprintf("%s x%d", f.server, f.consumers)
+		csvRow("fanout", name, "records_per_s", f.res.recsPerSec(), "1/s")
+		csvRow("fanout", name, "mb_per_s", f.res.mbPerSec(), "MB/s")
+		csvRow("fanout", name, "server_cpu_s", f.cpu, "s")
+		csvRow("fanout", name, "peak_rss_mib", mib(f.peakRSS), "MiB")
+		csvRow("fanout", name, "vmhwm_mib", mib(f.hwm), "MiB")
+	}
+	fmt.Fprintf(&md, "\nlakegw RSS: %.0f MiB idle after start, %.0f MiB after the warm pass; Kafka (JVM, -Xmx1G) RSS %.0f MiB.\n",
+		mib(r.idleRSS), mib(r.afterWarmRSS), mib(r.kafkaRSS))
+
+	// Ratios.
+	var ratios []ratio
+	add := func(name string, v float64) { ratios = append(ratios, ratio{name, v}) }
+	add("warm_vs_kafka", warm.res.recsPerSec()/k.res.recsPerSec())
+	add("cold_vs_kafka", cold.res.recsPerSec()/k.res.recsPerSec())
+	add("floor_vs_kafka", floor.res.recsPerSec()/k.res.recsPerSec())
+	add("cold_vs_floor", cold.res.recsPerSec()/floor.res.recsPerSec())
+	if k.cpu > 0 && warm.cpu > 0 && cold.cpu > 0 {
+		add("warm_server_cpu_vs_kafka", warm.cpu/k.cpu)
+		add("cold_server_cpu_vs_kafka", cold.cpu/k.cpu)
+	}
+	add("p50_commit_to_consume_ms", ms(percentile(r.freshGW.EndToEnd, .5)))
+	add("p99_commit_to_consume_ms", ms(percentile(r.freshGW.EndToEnd, .99)))
+	add("kafka_p50_produce_to_consume_ms", ms(percentile(r.freshKafka.EndToEnd, .5)))
+	add("kafka_p99_produce_to_consume_ms", ms(percentile(r.freshKafka.EndToEnd, .99)))
+	var one, hundred float64
+	var rss100, rss100cold float64
+	for _, f := range r.fan {
+		switch f.server {
+		case "lakegw warm":
+			add(fmt.Sprintf("rss_%d_consumers_mib", f.consumers), mib(f.peakRSS))
+			if f.consumers == 1 {
+				one = f.res.recsPerSec()
+			}
+			if f.consumers == 100 {
+				hundred = f.res.recsPerSec()
+				rss100 = mib(f.peakRSS)
+			}
+		case "lakegw cold":
+			add(fmt.Sprintf("rss_%d_cold_consumers_mib", f.consumers), mib(f.peakRSS))
+			if f.consumers == 100 {
+				rss100cold = mib(f.peakRSS)
+			}
+		}
+	}
+	limit := mib(r.cfg.cacheBytes) + 256
+	add("rss_limit_mib", limit)
+	if one > 0 && hundred > 0 {
+		add("fanout_100_vs_1", hundred/one)
+	}
+	fmt.Fprintf(&md, "\n### Ratios\n\n| ratio | value |\n|---|---:|\n")
+	for _, x := range ratios {
+		fmt.Fprintf(&md, "| %s | %.3g |\n", x.name, x.value)
+		csvRow("ratio", x.name, "value", x.value, "")
+	}
+
+	// Targets of issue 6.
+	type target struct {
+		name string
+		ok   bool
+		what string
+	}
+	targets := []target{
+		{"warm_vs_kafka >= 1.0", warm.res.recsPerSec() >= k.res.recsPerSec(), fmt.Sprintf("%.2f", warm.res.recsPerSec()/k.res.recsPerSec())},
+		{"cold_vs_kafka >= 0.5", cold.res.recsPerSec() >= 0.5*k.res.recsPerSec(), fmt.Sprintf("%.2f", cold.res.recsPerSec()/k.res.recsPerSec())},
+		{"p99_commit_to_consume <= 1000 ms", percentile(r.freshGW.EndToEnd, .99) <= time.Second, fmt.Sprintf("%.0f ms", ms(percentile(r.freshGW.EndToEnd, .99)))},
+	}
+	if rss100 > 0 {
+		targets = append(targets, target{"rss_100_consumers <= cache + 256 MiB", rss100 <= limit && (rss100cold == 0 || rss100cold <= limit),
+			fmt.Sprintf("warm %.0f MiB, cold %.0f MiB, limit %.0f MiB", rss100, rss100cold, limit)})
+	}
+	if one > 0 && hundred > 0 {
+		targets = append(targets, target{"aggregate throughput of 100 consumers >= 1 consumer's", hundred >= one, fmt.Sprintf("%.2fx", hundred/one)})
+	}
+	fmt.Fprintf(&md, "\n### Targets (issue 6)\n\n| target | met | value |\n|---|---|---|\n")
+	for _, t := range targets {
+		met := "yes"
+		if !t.ok {
+			met = "**no**"
+		}
+		fmt.Fprintf(&md, "| %s | %s | %s |\n", t.name, met, t.what)
+	}
+	if len(r.checkErrs) > 0 {
+		fmt.Fprintf(&md, "\n**Record check failed:** %s\n", strings.Join(r.checkErrs, "; "))
+	} else {
+		fmt.Fprintf(&md, "\nEvery Kafka, cold and warm pass served the same records (CRC-32C over offset, timestamp, key, value and headers: %08x).\n", r.refSum)
+	}
+
+	if err := os.MkdirAll(r.cfg.out, 0o755); err != nil {
+		return err
+	}
+	mdPath := filepath.Join(r.cfg.out, "results.md")
+	if err := os.WriteFile(mdPath, md.Bytes(), 0o644); err != nil {
+		return err
+	}
+	var cb bytes.Buffer
+	w := csv.NewWriter(&cb)
+	_ = w.Write([]string{"section", "name", "metric", "value", "unit"})
+	_ = w.WriteAll(recs)
+	var fs bytes.Buffer
+	fmt.Fprintln(&fs, "system,sample,end_to_end_ms,write_ms")
+	for name, l := range map[string]latencies{"lakegw": r.freshGW, "kafka": r.freshKafka} {
+		for i := range l.EndToEnd {
+			fmt.Fprintf(&fs, "%s,%d,%.3f,%.3f\n", name, i, ms(l.EndToEnd[i]), ms(l.Write[i]))
+		}
+	}
+	if err := os.WriteFile(filepath.Join(r.cfg.out, "freshness_samples.csv"), fs.Bytes(), 0o644); err != nil {
+		return err
+	}
+	csvPath := filepath.Join(r.cfg.out, "results.csv")
+	if err := os.WriteFile(csvPath, cb.Bytes(), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprint(stdout, md.String())
+	fmt.Fprintln(stdout)
+	for _, x := range ratios {
+		fmt.Fprintf(stdout, "ratio %s %.3g\n", x.name, x.value)
+	}
+	for _, t := range targets {
+		met := "met"
+		if !t.ok {
+			met = "NOT-met"
+		}
+		fmt.Fprintf(stdout, "target %s %s (%s)\n", strings.ReplaceAll(t.name, " ", ""), met, t.what)
+	}
+	logf("wrote %s and %s", mdPath, csvPath)
+	if len(r.checkErrs) > 0 {
+		return fmt.Errorf("record check failed: %s", strings.Join(r.checkErrs, "; "))
+	}
+	return nil
+}
