@@ -85,7 +85,7 @@ type Config struct {
 	Defaults TopicConfig
 	// CatalogProps are the properties used to open registered tables' files.
 	CatalogProps iceberg.Properties
-	// ChangesCacheEntries bounds the derived snapshots kept in memory per
-	// topic.
-	ChangesCacheEntries int
+	// ChangesCacheBytes bounds the memory of derived snapshots kept for
+	// fetches, across all topics.
+	ChangesCacheBytes int64
 }

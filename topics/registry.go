@@ -30,6 +30,8 @@ type Registry struct {
 
 	firstList chan struct{}
 	listOnce  sync.Once
+
+	changes *changesCache
 }
 
 // New returns a registry serving the tables of cat and those registered in
@@ -41,8 +43,8 @@ func New(cfg Config, cat catalog.Catalog, store *state.Store, log zerolog.Logger
 	if cfg.ListInterval <= 0 {
 		cfg.ListInterval = time.Second
 	}
-	if cfg.ChangesCacheEntries <= 0 {
-		cfg.ChangesCacheEntries = 8
+	if cfg.ChangesCacheBytes <= 0 {
+		cfg.ChangesCacheBytes = 128 << 20
 	}
 	if cfg.Defaults.Format == "" {
 		cfg.Defaults = DefaultTopicConfig()
@@ -52,6 +54,7 @@ func New(cfg Config, cat catalog.Catalog, store *state.Store, log zerolog.Logger
 		topics:    map[string]*Topic{},
 		watchers:  map[string]*watcher{},
 		firstList: make(chan struct{}),
+		changes:   newChangesCache(cfg.ChangesCacheBytes),
 	}
 }
 

@@ -7,12 +7,10 @@ import (
 	"sync/atomic"
 
 	"github.com/apache/iceberg-go/table"
-	lru "github.com/hashicorp/golang-lru/v2"
 	"golang.org/x/sync/singleflight"
 
 	"github.com/lakegw/lakegw/changelog"
 	"github.com/lakegw/lakegw/offsets"
-	"github.com/lakegw/lakegw/state"
 )
 
 // Topic is one served table.
@@ -30,7 +28,7 @@ type Topic struct {
 	// indexErr is why indexing is stuck (a damaged table), nil when not.
 	indexErr error
 
-	changes *lru.Cache[changesKey, *changelog.Changes]
+	changes *changesCache
 	derive  singleflight.Group
 }
 
@@ -71,18 +69,11 @@ func (t *Topic) setIndexError(err error) {
 	}
 }
 
-// changesKey names the records of a segment: a snapshot's changes, or its
-// live rows when it is a compacted prefix.
-type changesKey struct {
-	snapshotID int64
-	kind       state.SegmentKind
-}
-
 // Changes returns the records of an indexed segment, deriving them at most
 // once at a time and keeping the most recent in a bounded cache.
 func (t *Topic) Changes(ctx context.Context, seg offsets.Segment) (*changelog.Changes, error) {
-	key := changesKey{seg.SnapshotID, seg.Kind}
-	if c, ok := t.changes.Get(key); ok {
+	key := changesKey{t.Name, seg.SnapshotID, seg.Kind}
+	if c, ok := t.changes.get(key); ok {
 		return c, nil
 	}
 	v, err, _ := t.derive.Do(fmt.Sprint(seg.SnapshotID, "/", seg.Kind), func() (any, error) {
@@ -103,7 +94,7 @@ func (t *Topic) Changes(ctx context.Context, seg offsets.Segment) (*changelog.Ch
 			return nil, fmt.Errorf("snapshot %d of %s now derives %v records per partition, the index says %d in partition %d: the table's files changed under the index",
 				seg.SnapshotID, t.Name, got, seg.Count, seg.Partition)
 		}
-		t.changes.Add(key, c)
+		t.changes.add(key, c)
 		return c, nil
 	})
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go/table"
-	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/rs/zerolog"
 
 	"github.com/lakegw/lakegw/changelog"
@@ -138,11 +137,7 @@ func (w *watcher) openTopic(ctx context.Context, tbl *table.Table) error {
 	if err != nil {
 		return err
 	}
-	cache, err := lru.New[changesKey, *changelog.Changes](w.r.cfg.ChangesCacheEntries)
-	if err != nil {
-		return fmt.Errorf("changes cache: %w", err)
-	}
-	t := &Topic{Name: w.name, Ident: w.src.ident, Config: cfg, Format: format, Index: idx, changed: make(chan struct{}), changes: cache}
+	t := &Topic{Name: w.name, Ident: w.src.ident, Config: cfg, Format: format, Index: idx, changed: make(chan struct{}), changes: w.r.changes}
 	t.tbl.Store(tbl)
 	w.topic = t
 	w.r.publish(t)
@@ -218,7 +213,7 @@ func (w *watcher) index(ctx context.Context, tbl *table.Table) error {
 		}
 		if c != nil {
 			// Freshly committed snapshots are what waiting consumers read next.
-			t.changes.Add(changesKey{ref.SnapshotID, offsets.KindChanges}, c)
+			t.changes.add(changesKey{t.Name, ref.SnapshotID, offsets.KindChanges}, c)
 		}
 		grew = true
 		w.log.Debug().Int64("snapshot_id", ref.SnapshotID).Int64("sequence_number", ref.SequenceNumber).
@@ -275,7 +270,7 @@ func (w *watcher) indexPrefix(ctx context.Context, tbl *table.Table, ref changel
 		SequenceNumber: ref.SequenceNumber, TimestampMs: ref.TimestampMs, Counts: c.CountByPartition()}}); err != nil {
 		return err
 	}
-	t.changes.Add(changesKey{ref.SnapshotID, offsets.KindCompactedPrefix}, c)
+	t.changes.add(changesKey{t.Name, ref.SnapshotID, offsets.KindCompactedPrefix}, c)
 	w.log.Info().Int64("snapshot_id", ref.SnapshotID).Int("live_rows", len(c.Records)).
 		Msg("the table's history starts after expired snapshots; the topic starts with the live rows of its oldest snapshot")
 	return nil
@@ -296,7 +291,7 @@ func (w *watcher) compactExpired(ctx context.Context, tbl *table.Table, indexed 
 	if err := t.Index.CompactPrefix(ctx, expired, c.CountByPartition()); err != nil {
 		return err
 	}
-	t.changes.Add(changesKey{e.SnapshotID, offsets.KindCompactedPrefix}, c)
+	t.changes.add(changesKey{t.Name, e.SnapshotID, offsets.KindCompactedPrefix}, c)
 	w.log.Info().Int("expired_snapshots", expired).Int64("prefix_snapshot_id", e.SnapshotID).
 		Int("live_rows", len(c.Records)).Int32("leader_epoch", t.Index.LeaderEpoch()).
 		Msg("older snapshots were expired; the topic now starts with the live rows of the earliest retained snapshot")

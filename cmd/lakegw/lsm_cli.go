@@ -60,6 +60,7 @@ func cmdLsmCreate(ctx context.Context, args []string) error {
 	pk := c.fs.String("primary-key", "", "primary key columns, comma separated")
 	buckets := c.fs.Int("buckets", 1, "buckets (= topic partitions)")
 	engine := c.fs.String("merge-engine", lsm.EngineDeduplicate, "deduplicate, partial-update, aggregation or first-row")
+	version := c.fs.Int("format-version", 2, "Iceberg format version: 2 (position delete files) or 3 (deletion vectors)")
 	var aggs, groups listFlag
 	c.fs.Var(&aggs, "agg", "COLUMN=FUNC for the aggregation engine: sum, min, max, count, last_non_null, first_non_null (repeatable)")
 	c.fs.Var(&groups, "sequence-group", "SEQCOL=COL,COL for partial-update: those columns change only with a newer SEQCOL (repeatable)")
@@ -70,7 +71,7 @@ func cmdLsmCreate(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	co := lsm.CreateOptions{PrimaryKey: splitList(*pk), Buckets: *buckets, MergeEngine: *engine,
+	co := lsm.CreateOptions{PrimaryKey: splitList(*pk), Buckets: *buckets, MergeEngine: *engine, FormatVersion: *version,
 		Aggregates: map[string]string{}, SequenceGroups: map[string][]string{}}
 	for _, a := range aggs {
 		k, v, ok := strings.Cut(a, "=")
@@ -104,7 +105,7 @@ func cmdLsmCreate(ctx context.Context, args []string) error {
 	if _, err := lsm.Create(ctx, cat, ident, sc, co, lsm.Options{}); err != nil {
 		return err
 	}
-	fmt.Printf("created %s: %d buckets, merge engine %s, primary key %s\n", c.pos[0], *buckets, *engine, *pk)
+	fmt.Printf("created %s: %d buckets, merge engine %s, primary key %s, format v%d\n", c.pos[0], *buckets, *engine, *pk, *version)
 	return nil
 }
 

@@ -68,6 +68,7 @@ func cmdServe(ctx context.Context, args []string, demo bool) error {
 	listInterval := fs.Duration("list-interval", time.Second, "how often the catalog is listed for new tables")
 	maxRequest := fs.Int("max-request-bytes", 100<<20, "largest request frame accepted; larger ones close the connection")
 	cacheBytes := fs.Int64("cache-bytes", 256<<20, "memory for encoded record batches shared by all consumers")
+	changesBytes := fs.Int64("changes-cache-bytes", 128<<20, "memory for derived snapshots being read (one larger snapshot may exceed it)")
 	batchRecords := fs.Int("batch-records", 1000, "records per record batch (keep equal on every gateway of a table)")
 	format := fs.String("format", "debezium-json", "default record format: debezium-json, canal-json, upsert, json")
 	compression := fs.String("compression", "none", "default batch compression: none, gzip, snappy, lz4, zstd")
@@ -110,9 +111,12 @@ func cmdServe(ctx context.Context, args []string, demo bool) error {
 		}
 	}
 
+	setMemoryLimit(*cacheBytes+*changesBytes, log)
+
 	defaults := topics.TopicConfig{Format: *format, Compression: *compression, Partitions: int32(*partitions)}
 	reg := topics.New(topics.Config{
 		PollInterval: *pollInterval, ListInterval: *listInterval, Defaults: defaults, CatalogProps: props,
+		ChangesCacheBytes: *changesBytes,
 	}, cat, store, log.With().Str("component", "topics").Logger())
 	reader := fetch.NewReader(fetch.Config{BatchRecords: *batchRecords, CacheBytes: *cacheBytes}, log.With().Str("component", "fetch").Logger())
 	coord := groups.New(protocol.GroupOffsetStore{Store: store}, log, groups.Options{
