@@ -24,6 +24,8 @@ type batchCache struct {
 	lru      *lru.Cache[batchKey, []byte]
 	bytes    int64
 	maxBytes int64
+	// disk, when set, holds batches beyond what memory holds.
+	disk *diskCache
 }
 
 func newBatchCache(maxBytes int64) *batchCache {
@@ -35,15 +37,34 @@ func newBatchCache(maxBytes int64) *batchCache {
 }
 
 func (c *batchCache) get(k batchKey) ([]byte, bool) {
-	if c.maxBytes <= 0 {
+	if c.maxBytes > 0 {
+		c.mu.Lock()
+		v, ok := c.lru.Get(k)
+		c.mu.Unlock()
+		if ok {
+			return v, true
+		}
+	}
+	if c.disk == nil {
 		return nil, false
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.lru.Get(k)
+	v, ok := c.disk.get(k)
+	if ok {
+		c.addMemory(k, v)
+	}
+	return v, ok
 }
 
+// add caches a freshly encoded batch in memory and, written through, on
+// disk.
 func (c *batchCache) add(k batchKey, v []byte) {
+	if c.disk != nil {
+		c.disk.add(k, v)
+	}
+	c.addMemory(k, v)
+}
+
+func (c *batchCache) addMemory(k batchKey, v []byte) {
 	if c.maxBytes <= 0 || int64(len(v)) > c.maxBytes/4 {
 		return
 	}

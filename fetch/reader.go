@@ -29,6 +29,10 @@ type Config struct {
 	// ReadBudget is how long one read keeps adding batches once it has
 	// some.
 	ReadBudget time.Duration
+	// DiskCacheDir and DiskCacheBytes set up a second tier of encoded
+	// batches on local disk (off when either is unset).
+	DiskCacheDir   string
+	DiskCacheBytes int64
 }
 
 // Reader reads record batches of topic partitions.
@@ -51,8 +55,8 @@ type partRecsKey struct {
 	partition int32
 }
 
-// NewReader returns a reader.
-func NewReader(cfg Config, log zerolog.Logger) *Reader {
+// NewReader returns a reader; Close releases its disk cache.
+func NewReader(cfg Config, log zerolog.Logger) (*Reader, error) {
 	if cfg.BatchRecords <= 0 {
 		cfg.BatchRecords = 1000
 	}
@@ -62,7 +66,21 @@ func NewReader(cfg Config, log zerolog.Logger) *Reader {
 	pr, _ := lru.New[partRecsKey, []int32](256)
 	r := &Reader{cfg: cfg, cache: newBatchCache(cfg.CacheBytes), log: log, partRecs: pr}
 	r.pool.New = func() any { return new(batchEncoder) }
-	return r
+	if cfg.DiskCacheDir != "" && cfg.DiskCacheBytes > 0 {
+		d, err := newDiskCache(cfg.DiskCacheDir, cfg.DiskCacheBytes, log)
+		if err != nil {
+			return nil, err
+		}
+		r.cache.disk = d
+	}
+	return r, nil
+}
+
+// Close removes the disk cache's files.
+func (r *Reader) Close() {
+	if r.cache.disk != nil {
+		r.cache.disk.close()
+	}
 }
 
 // Read appends to dst the record batches of partition p of t starting with

@@ -68,6 +68,7 @@ func cmdServe(ctx context.Context, args []string, demo bool) error {
 	listInterval := fs.Duration("list-interval", time.Second, "how often the catalog is listed for new tables")
 	maxRequest := fs.Int("max-request-bytes", 100<<20, "largest request frame accepted; larger ones close the connection")
 	cacheBytes := fs.Int64("cache-bytes", 256<<20, "memory for encoded record batches shared by all consumers")
+	diskCacheBytes := fs.Int64("disk-cache-bytes", 2<<30, "local disk for encoded record batches beyond --cache-bytes, served from the OS page cache (0: off)")
 	changesBytes := fs.Int64("changes-cache-bytes", 128<<20, "memory for derived snapshots being read (one larger snapshot may exceed it)")
 	batchRecords := fs.Int("batch-records", 1000, "records per record batch (keep equal on every gateway of a table)")
 	format := fs.String("format", "debezium-json", "default record format: debezium-json, canal-json, upsert, json")
@@ -118,7 +119,13 @@ func cmdServe(ctx context.Context, args []string, demo bool) error {
 		PollInterval: *pollInterval, ListInterval: *listInterval, Defaults: defaults, CatalogProps: props,
 		ChangesCacheBytes: *changesBytes,
 	}, cat, store, log.With().Str("component", "topics").Logger())
-	reader := fetch.NewReader(fetch.Config{BatchRecords: *batchRecords, CacheBytes: *cacheBytes}, log.With().Str("component", "fetch").Logger())
+	reader, err := fetch.NewReader(fetch.Config{BatchRecords: *batchRecords, CacheBytes: *cacheBytes,
+		DiskCacheDir: filepath.Join(*common.dataDir, "batch-cache"), DiskCacheBytes: *diskCacheBytes},
+		log.With().Str("component", "fetch").Logger())
+	if err != nil {
+		return err
+	}
+	defer reader.Close()
 	coord := groups.New(protocol.GroupOffsetStore{Store: store}, log, groups.Options{
 		TopicExists: func(topic string, p int32) bool {
 			t, ok := reg.Topic(topic)

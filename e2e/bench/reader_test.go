@@ -101,7 +101,7 @@ func getTable(tb testing.TB, records int64, snapRecords int, props iceberg.Prope
 	// and learn the topic's size.
 	g := openGateway(tb, t)
 	g.waitIndexed(tb, t.changes)
-	_, t.bytes = g.readAll(tb, fetch.NewReader(fetch.Config{BatchRecords: 1000}, zerolog.Nop()))
+	_, t.bytes = g.readAll(tb, mustReader(tb, fetch.Config{BatchRecords: 1000}))
 	g.close()
 	tables[name] = t
 	return t
@@ -290,7 +290,7 @@ func benchReadCold(b *testing.B, props iceberg.Properties, readAhead, pool bool)
 		if pool {
 			g.ctx = compute.WithAllocator(context.Background(), newPoolAllocator())
 		}
-		r := fetch.NewReader(fetch.Config{BatchRecords: 1000, CacheBytes: 256 << 20}, zerolog.Nop())
+		r := mustReader(b, fetch.Config{BatchRecords: 1000, CacheBytes: 256 << 20})
 		b.StartTimer()
 		var got int64
 		c0 := processCPU()
@@ -329,7 +329,7 @@ func BenchmarkReadWarm(b *testing.B) {
 	t := getTable(b, n, int(min(n/10, 250_000)), nil)
 	g := openGateway(b, t)
 	defer g.close()
-	r := fetch.NewReader(fetch.Config{BatchRecords: 1000, CacheBytes: 1 << 30}, zerolog.Nop())
+	r := mustReader(b, fetch.Config{BatchRecords: 1000, CacheBytes: 1 << 30})
 	g.readAll(b, r)
 	// The live heap of a warm gateway: the batch cache plus the topic's
 	// cache of derived snapshots.
@@ -355,7 +355,7 @@ func BenchmarkServeWarm(b *testing.B) {
 	t := getTable(b, n, int(min(n/10, 250_000)), nil)
 	g := openGateway(b, t)
 	defer g.close()
-	r := fetch.NewReader(fetch.Config{BatchRecords: 1000, CacheBytes: 1 << 30}, zerolog.Nop())
+	r := mustReader(b, fetch.Config{BatchRecords: 1000, CacheBytes: 1 << 30})
 	g.readAll(b, r)
 	ctx := context.Background()
 	frame := make([]byte, 0, 2<<20)
@@ -413,7 +413,7 @@ func TestReaderSmoke(t *testing.T) {
 	bt := getTable(t, 3000, 500, nil)
 	g := openGateway(t, bt)
 	defer g.close()
-	r := fetch.NewReader(fetch.Config{BatchRecords: 1000, CacheBytes: 64 << 20}, zerolog.Nop())
+	r := mustReader(t, fetch.Config{BatchRecords: 1000, CacheBytes: 64 << 20})
 	n1, s1 := g.readAll(t, r)
 	n2, s2 := g.readAll(t, r)
 	if n1 != bt.changes || n2 != n1 || s1 != s2 || s1 != bt.bytes {
@@ -428,4 +428,14 @@ func TestReaderSmoke(t *testing.T) {
 	if res.Records >= bt.changes || res.Records == 0 {
 		t.Fatalf("floor decoded %d rows for %d change records", res.Records, bt.changes)
 	}
+}
+
+// mustReader builds a fetch reader without a disk tier.
+func mustReader(tb testing.TB, cfg fetch.Config) *fetch.Reader {
+	tb.Helper()
+	r, err := fetch.NewReader(cfg, zerolog.Nop())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return r
 }

@@ -1,0 +1,161 @@
+package fetch
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/rs/zerolog"
+)
+
+// diskCache keeps encoded batches in append-only segment files, so that a
+// topic larger than the memory cache is still served warm: the second
+// reader of a range gets it from the OS page cache, as Kafka serves its log,
+// instead of planning, decoding and encoding the snapshot again. It holds
+// at most maxBytes: the oldest segment file goes first. The cache is not
+// kept across restarts (its index lives in memory); a read or write error
+// disables it, with a log line, and fetches go on without it.
+type diskCache struct {
+	dir      string
+	maxBytes int64
+	segBytes int64
+	log      zerolog.Logger
+
+	mu       sync.RWMutex
+	segs     []*diskSegment // oldest first
+	index    map[batchKey]diskLoc
+	bytes    int64
+	nextID   int
+	disabled bool
+}
+
+type diskSegment struct {
+	f    *os.File
+	size int64
+	keys []batchKey
+}
+
+type diskLoc struct {
+	seg *diskSegment
+	off int64
+	n   int
+}
+
+// newDiskCache empties dir (what an earlier process left cannot be indexed)
+// and returns a cache in it.
+func newDiskCache(dir string, maxBytes int64, log zerolog.Logger) (*diskCache, error) {
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, fmt.Errorf("batch disk cache %s: %w", dir, err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("batch disk cache %s: %w", dir, err)
+	}
+	seg := min(max(maxBytes/16, 1<<20), 64<<20)
+	return &diskCache{dir: dir, maxBytes: maxBytes, segBytes: seg, log: log, index: map[batchKey]diskLoc{}}, nil
+}
+
+func (d *diskCache) get(k batchKey) ([]byte, bool) {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	loc, ok := d.index[k]
+	if !ok || d.disabled {
+		return nil, false
+	}
+	buf := make([]byte, loc.n)
+	// ReadAt is safe concurrently; the read lock keeps the segment from
+	// being closed by an eviction meanwhile.
+	if _, err := loc.seg.f.ReadAt(buf, loc.off); err != nil {
+		d.log.Error().Err(err).Str("file", loc.seg.f.Name()).Msg("batch disk cache read failed; disabling it")
+		go d.disable()
+		return nil, false
+	}
+	return buf, true
+}
+
+func (d *diskCache) add(k batchKey, v []byte) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.disabled || int64(len(v)) > d.segBytes {
+		return
+	}
+	if _, ok := d.index[k]; ok {
+		return
+	}
+	cur := d.current()
+	if cur == nil || cur.size+int64(len(v)) > d.segBytes {
+		var err error
+		if cur, err = d.rotate(); err != nil {
+			d.log.Error().Err(err).Msg("batch disk cache cannot create a segment; disabling it")
+			d.disableLocked()
+			return
+		}
+	}
+	if _, err := cur.f.WriteAt(v, cur.size); err != nil {
+		// A full disk must not fail fetches: serve from memory only.
+		d.log.Error().Err(err).Str("file", cur.f.Name()).Msg("batch disk cache write failed; disabling it")
+		d.disableLocked()
+		return
+	}
+	d.index[k] = diskLoc{seg: cur, off: cur.size, n: len(v)}
+	cur.keys = append(cur.keys, k)
+	cur.size += int64(len(v))
+	d.bytes += int64(len(v))
+	for d.bytes > d.maxBytes && len(d.segs) > 1 {
+		d.dropOldest()
+	}
+}
+
+func (d *diskCache) current() *diskSegment {
+	if len(d.segs) == 0 {
+		return nil
+	}
+	return d.segs[len(d.segs)-1]
+}
+
+func (d *diskCache) rotate() (*diskSegment, error) {
+	name := filepath.Join(d.dir, fmt.Sprintf("%08d.batches", d.nextID))
+	d.nextID++
+	f, err := os.OpenFile(name, os.O_CREATE|os.O_RDWR|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	s := &diskSegment{f: f}
+	d.segs = append(d.segs, s)
+	return s, nil
+}
+
+func (d *diskCache) dropOldest() {
+	s := d.segs[0]
+	d.segs = d.segs[1:]
+	for _, k := range s.keys {
+		delete(d.index, k)
+	}
+	d.bytes -= s.size
+	s.f.Close()
+	if err := os.Remove(s.f.Name()); err != nil {
+		d.log.Warn().Err(err).Str("file", s.f.Name()).Msg("cannot remove an evicted batch cache segment")
+	}
+}
+
+func (d *diskCache) disable() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.disableLocked()
+}
+
+func (d *diskCache) disableLocked() {
+	if d.disabled {
+		return
+	}
+	d.disabled = true
+	for len(d.segs) > 0 {
+		d.dropOldest()
+	}
+}
+
+// close removes the cache's files.
+func (d *diskCache) close() {
+	d.disable()
+	os.RemoveAll(d.dir)
+}
