@@ -4,7 +4,7 @@ GO ?= go
 .PHONY: test deps lint build quickstart fuzz bench bench-quick
 
 test: deps lint
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -timeout 30m ./...
 
 deps:
 	bash scripts/install-test-deps.sh

@@ -34,4 +34,8 @@ if ! python3 -c 'import pyiceberg.catalog.sql, pyarrow, pyiceberg_core' >/dev/nu
   python3 -m pip install -q -r e2e/writers/pyiceberg/requirements.txt
 fi
 
+# Fetch the Flink job's Maven dependencies (about 170 MB on a fresh
+# machine) here rather than inside the test's time budget.
+(cd e2e/flink && mvn -B -q -ntp dependency:resolve dependency:resolve-plugins)
+
 go mod download
