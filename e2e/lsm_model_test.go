@@ -277,6 +277,53 @@ func lsmScan(t *testing.T, cat catalog.Catalog, ident table.Identifier) map[stri
 	return out
 }
 
+// lsmDeleteFiles counts the live deletion vectors and position delete files
+// of the current snapshot, checking that no data file has two DVs.
+func lsmDeleteFiles(t *testing.T, cat catalog.Catalog, ident table.Identifier) (dvs, posFiles int) {
+	t.Helper()
+	ctx := context.Background()
+	tbl, err := cat.LoadTable(ctx, ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := tbl.CurrentSnapshot()
+	if snap == nil {
+		return 0, 0
+	}
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mans, err := snap.Manifests(fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dvOf := map[string]bool{}
+	for _, m := range mans {
+		entries, err := m.FetchEntries(fs, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			df := e.DataFile()
+			switch {
+			case df.ContentType() == iceberg.EntryContentEqDeletes:
+				t.Fatalf("snapshot %d has equality deletes", snap.SnapshotID)
+			case table.IsDeletionVector(df):
+				dvs++
+				if ref := df.ReferencedDataFile(); ref == nil || dvOf[*ref] {
+					t.Fatalf("snapshot %d: a second (or unreferenced) DV %s", snap.SnapshotID, df.FilePath())
+				} else {
+					dvOf[*ref] = true
+				}
+			case df.ContentType() == iceberg.EntryContentPosDeletes:
+				posFiles++
+			}
+		}
+	}
+	return dvs, posFiles
+}
+
 // pyScanner is a long-lived PyIceberg process that scans the table each
 // time it reads a line on stdin and answers with one JSON line of rows.
 type pyScanner struct {
@@ -377,7 +424,14 @@ func diffRows(got, want map[string]string) string {
 	return strings.Join(lines, "\n")
 }
 
+// TestLsmModelThroughKafka runs the model on a v2 table (position delete
+// files) and, shorter, on a v3 table (deletion vectors).
 func TestLsmModelThroughKafka(t *testing.T) {
+	t.Run("v2", func(t *testing.T) { testLsmModelThroughKafka(t, 2, 25) })
+	t.Run("v3", func(t *testing.T) { testLsmModelThroughKafka(t, 3, 12) })
+}
+
+func testLsmModelThroughKafka(t *testing.T, version, rounds int) {
 	ctx := context.Background()
 	dataDir := t.TempDir()
 	cat, err := lake.OpenCatalog(ctx, dataDir, nil)
@@ -389,7 +443,8 @@ func TestLsmModelThroughKafka(t *testing.T) {
 	}
 	const buckets, keys = 3, 80
 	ident := table.Identifier{"lsm", "model"}
-	tb, err := lsm.Create(ctx, cat, ident, lsmSchema, lsm.CreateOptions{PrimaryKey: []string{"id"}, Buckets: buckets, MergeEngine: lsm.EnginePartialUpdate},
+	tb, err := lsm.Create(ctx, cat, ident, lsmSchema, lsm.CreateOptions{PrimaryKey: []string{"id"}, Buckets: buckets,
+		MergeEngine: lsm.EnginePartialUpdate, FormatVersion: version},
 		lsm.Options{Compaction: lsm.CompactionOptions{Trigger: 3}})
 	if err != nil {
 		t.Fatal(err)
@@ -404,11 +459,10 @@ func TestLsmModelThroughKafka(t *testing.T) {
 	rng := rand.New(rand.NewPCG(42, 4))
 	m := lsmModel{}
 	var events int64
-	rounds := 25
 	if testing.Short() {
-		rounds = 8
+		rounds = min(rounds, 8)
 	}
-	commits, crashes, compactions := 0, 0, 0
+	commits, crashes, compactions, withDeletes := 0, 0, 0, 0
 	for round := 0; round < rounds; round++ {
 		crash := rng.IntN(6) == 0
 		target := tb
@@ -445,6 +499,13 @@ func TestLsmModelThroughKafka(t *testing.T) {
 				compactions++
 			}
 		}
+		dvs, posFiles := lsmDeleteFiles(t, cat, ident)
+		if version == 3 && posFiles > 0 || version == 2 && dvs > 0 {
+			t.Fatalf("round %d: a v%d snapshot with %d deletion vectors and %d position delete files", round, version, dvs, posFiles)
+		}
+		if dvs+posFiles > 0 {
+			withDeletes++
+		}
 		want := m.render()
 		if d := diffRows(lsmScan(t, cat, ident), want); d != "" {
 			t.Fatalf("round %d: iceberg-go scan differs from the model:\n%s", round, d)
@@ -469,11 +530,14 @@ func TestLsmModelThroughKafka(t *testing.T) {
 			}
 		}
 	}
+	if withDeletes == 0 {
+		t.Fatalf("no snapshot had delete files")
+	}
 	// A fresh consumer from the earliest offsets replays to the model too.
 	fresh := newLsmReplayer(t, g.addr, "lsm.model", buckets)
 	fresh.consumeTo(events, g)
 	if d := diffRows(fresh.state, m.render()); d != "" {
 		t.Fatalf("fresh replay differs from the model:\n%s", d)
 	}
-	t.Logf("%d rounds: %d commits, %d crashed writers, %d compactions, %d change events, %d live keys", rounds, commits, crashes, compactions, events, len(m))
+	t.Logf("v%d, %d rounds: %d commits, %d crashed writers, %d compactions, %d change events, %d live keys", version, rounds, commits, crashes, compactions, events, len(m))
 }

@@ -50,13 +50,14 @@ func (t *Table) commitOnce(ctx context.Context, tbl *table.Table, sp *spec, writ
 	}
 	counts = make([]int64, sp.buckets)
 	manifest := changelog.LSMManifest{Buckets: sp.buckets}
-	var data, deletes []iceberg.DataFile
+	var data, deletes, removed []iceberg.DataFile
 	for _, o := range outs {
 		written += o.bytes
 		if o.data != nil {
 			data = append(data, o.data)
 		}
 		deletes = append(deletes, o.deletes...)
+		removed = append(removed, o.removedDVs...)
 		if o.changelog != nil {
 			manifest.Files = append(manifest.Files, *o.changelog)
 			counts[o.bucket] = o.records
@@ -88,7 +89,7 @@ func (t *Table) commitOnce(ctx context.Context, tbl *table.Table, sp *spec, writ
 		changelog.SummaryLSMManifest: mpath,
 		changelog.SummaryLSMCounts:   changelog.EncodeLSMCounts(counts),
 	}
-	committed, err := commitRowDelta(ctx, tbl, props, data, deletes)
+	committed, err := commitRowDelta(ctx, tbl, props, data, deletes, removed)
 	if err != nil {
 		// Only a clean conflict proves the catalog did not take the
 		// snapshot; after any other failure the files may be live.
@@ -102,21 +103,23 @@ func (t *Table) commitOnce(ctx context.Context, tbl *table.Table, sp *spec, writ
 		return 0, nil, written, fmt.Errorf("commit to %s left no current snapshot", t.Name())
 	}
 	t.log.Debug().Int64("snapshot_id", snap.SnapshotID).Int64("sequence_number", snap.SequenceNumber).
-		Int("data_files", len(data)).Int("delete_files", len(deletes)).Ints64("changes", counts).Msg("LSM commit")
+		Int("data_files", len(data)).Int("delete_files", len(deletes)).Int("superseded_dvs", len(removed)).Ints64("changes", counts).Msg("LSM commit")
 	return snap.SnapshotID, counts, written, nil
 }
 
 // commitRowDelta commits data and delete files in one snapshot pinned to
-// the head the files were prepared against. iceberg-go would otherwise
-// replay the delta on a newer head (with commit.retry.num-retries), and a
-// blind replay leaves two live images of a key the other writer updated.
-func commitRowDelta(ctx context.Context, tbl *table.Table, props iceberg.Properties, data, deletes []iceberg.DataFile) (*table.Table, error) {
+// the head the files were prepared against, removing the deletion vectors
+// that the new ones supersede (v3: one live DV per data file). iceberg-go
+// would otherwise replay the delta on a newer head (with
+// commit.retry.num-retries), and a blind replay leaves two live images of a
+// key the other writer updated.
+func commitRowDelta(ctx context.Context, tbl *table.Table, props iceberg.Properties, data, deletes, removedDVs []iceberg.DataFile) (*table.Table, error) {
 	tx := tbl.NewTransaction()
 	if err := tx.AssertRefSnapshotID(table.MainBranch); err != nil {
 		return nil, fmt.Errorf("pin branch: %w", err)
 	}
 	rd := tx.NewRowDelta(props)
-	rd.AddRows(data...).AddDeletes(deletes...)
+	rd.AddRows(data...).AddDeletes(deletes...).RemoveDeletes(removedDVs...)
 	if err := rd.Commit(ctx); err != nil {
 		return nil, fmt.Errorf("stage row delta: %w", err)
 	}

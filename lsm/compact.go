@@ -43,10 +43,10 @@ type compactOut struct {
 // Compact runs universal compaction on every bucket that needs it (full:
 // merges every run of every bucket, as `lakegw compact` does) and commits
 // one replace snapshot: the merged runs replace their inputs, deleted rows
-// are dropped physically, the position delete files of the inputs go. No
-// row changes, so the snapshot has no change events. A conflict with a
-// writer (which may have deleted rows in the inputs meanwhile) redoes it on
-// the new head.
+// are dropped physically, the position delete files and deletion vectors of
+// the inputs go. No row changes, so the snapshot has no change events. A
+// conflict with a writer (which may have deleted rows in the inputs
+// meanwhile) redoes it on the new head.
 func (t *Table) Compact(ctx context.Context, full bool) (CompactResult, error) {
 	var res CompactResult
 	var lastErr error
@@ -122,6 +122,15 @@ func (t *Table) compactOnce(ctx context.Context, full bool) (CompactResult, erro
 		return res, fmt.Errorf("pin branch: %w", err)
 	}
 	rw := tx.NewRewrite(iceberg.Properties{"lakegw.lsm.compaction": "true"})
+	shadowed, err := shadowedPositionDeletes(fs, st, outs)
+	if err != nil {
+		removeFiles(fs, paths)
+		return res, err
+	}
+	for _, d := range shadowed {
+		rw.DeleteFile(d)
+		res.DeleteFilesDropped++
+	}
 	var dataSeq int64
 	for _, o := range outs {
 		res.Buckets++
@@ -131,9 +140,9 @@ func (t *Table) compactOnce(ctx context.Context, full bool) (CompactResult, erro
 		for _, f := range o.inputs {
 			rw.DeleteFile(f.df)
 			dataSeq = max(dataSeq, f.dataSeq)
-			// lakegw's delete files are file-scoped: they go with
-			// their data file.
-			for _, d := range f.deletes {
+			// lakegw's delete files and deletion vectors are
+			// file-scoped: they go with their data file.
+			for _, d := range f.deleteFiles() {
 				rw.DeleteFile(d)
 				res.DeleteFilesDropped++
 			}
@@ -165,6 +174,53 @@ func (t *Table) compactOnce(ctx context.Context, full bool) (CompactResult, erro
 		Int("files_out", res.FilesOut).Int64("bytes_in", res.BytesIn).Int64("bytes_out", res.BytesOut).
 		Int64("rows_out", res.RowsOut).Msg("LSM compaction committed")
 	return res, nil
+}
+
+// shadowedPositionDeletes finds the position delete files of the inputs
+// that scan planning leaves out because a DV shadows them: on a table
+// upgraded from v2 to v3, the first DV of a data file holds the positions
+// of its position delete files too, but iceberg-go's RowDelta removes only
+// DVs, so those files stay live, ignored by readers, until compaction
+// removes them with their data file here.
+func shadowedPositionDeletes(fs icebergio.IO, st *state, outs []*compactOut) ([]iceberg.DataFile, error) {
+	inputs := map[string]*runFile{}
+	for _, o := range outs {
+		for _, f := range o.inputs {
+			if f.dv != nil {
+				inputs[f.path] = f
+			}
+		}
+	}
+	snap := st.tbl.CurrentSnapshot()
+	if len(inputs) == 0 || snap == nil {
+		return nil, nil
+	}
+	mans, err := snap.Manifests(fs)
+	if err != nil {
+		return nil, fmt.Errorf("manifests of snapshot %d: %w", snap.SnapshotID, err)
+	}
+	var out []iceberg.DataFile
+	seen := map[string]bool{}
+	for _, m := range mans {
+		if m.ManifestContent() != iceberg.ManifestContentDeletes {
+			continue
+		}
+		entries, err := m.FetchEntries(fs, true)
+		if err != nil {
+			return nil, fmt.Errorf("manifest %s: %w", m.FilePath(), err)
+		}
+		for _, e := range entries {
+			df := e.DataFile()
+			if df.ContentType() != iceberg.EntryContentPosDeletes || table.IsDeletionVector(df) || seen[df.FilePath()] {
+				continue
+			}
+			if f := inputs[positionDeleteTarget(df)]; f != nil && !slices.ContainsFunc(f.deletes, func(d iceberg.DataFile) bool { return d.FilePath() == df.FilePath() }) {
+				seen[df.FilePath()] = true
+				out = append(out, df)
+			}
+		}
+	}
+	return out, nil
 }
 
 // compactBucket merges the picked runs of a bucket into one file of the

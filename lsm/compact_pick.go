@@ -121,7 +121,7 @@ func (o CompactionOptions) unit(runs []sortedRun, n int) *compactionUnit {
 
 func hasDeletes(r sortedRun) bool {
 	for _, f := range r.files {
-		if len(f.deletes) > 0 {
+		if f.hasDeletes() {
 			return true
 		}
 	}

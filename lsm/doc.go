@@ -3,9 +3,10 @@
 // lookups) whose commits write changelog files in the schema defined by
 // changelog/.
 //
-// Layout. An LSM table is an unpartitioned Iceberg v2 table whose identifier
-// fields are the primary key, marked by table properties (lakegw.lsm=true,
-// lakegw.lsm.buckets, lakegw.lsm.merge-engine, lakegw.lsm.agg.<col>,
+// Layout. An LSM table is an unpartitioned Iceberg table (format v2, or v3
+// with CreateOptions.FormatVersion) whose identifier fields are the primary
+// key, marked by table properties (lakegw.lsm=true, lakegw.lsm.buckets,
+// lakegw.lsm.merge-engine, lakegw.lsm.agg.<col>,
 // lakegw.lsm.sequence-group.<col>, lakegw.partitions = buckets). A key's
 // bucket is the Kafka murmur2 hash of its key JSON modulo the bucket count,
 // computed by changelog.KeyPartitions, so the bucket is the topic partition.
@@ -26,20 +27,27 @@
 // performs the lookup compaction of Paimon's lookup changelog producer: it
 // finds each written key's live image (key bounds, then bloom filters, then
 // a cached decoded file; lookup.go), folds the writes into it with the merge
-// engine (merge.go), and writes a new L0 run of the changed images, one
-// file-scoped position delete file per data file that lost images, and the
-// bucket's changelog file (+I, -U/+U, -D with full images). Then one
-// RowDelta, pinned to the head it was prepared on, commits everything; its
-// summary carries the per-bucket record counts and the path of a JSON
-// manifest of the changelog files. A conflict removes the attempt's files
-// and redoes the lookups on the new head; a crash before the commit leaves
-// only unreferenced files. Unchanged rows produce no event and no write.
+// engine (merge.go), and writes a new L0 run of the changed images, the
+// deletes of the images they replace, and the bucket's changelog file (+I,
+// -U/+U, -D with full images). On v2 tables the deletes are one file-scoped
+// position delete file per data file that lost images (posdelete.go); on v3
+// tables they are deletion vectors (dv.go), one Puffin file per bucket with
+// one DV per data file: a data file that already has a DV gets a new one
+// holding the union of its old and new positions, and the RowDelta removes
+// the old one (RowDelta.RemoveDeletes), so no data file ever has two live
+// DVs. Lookups, Get and compaction read a file's DV, or without one its
+// position deletes. Then one RowDelta, pinned to the head it was prepared
+// on, commits everything; its summary carries the per-bucket record counts
+// and the path of a JSON manifest of the changelog files. A conflict
+// removes the attempt's files and redoes the lookups on the new head; a
+// crash before the commit leaves only unreferenced files. Unchanged rows
+// produce no event and no write.
 //
 // Compaction (compact.go, compact_pick.go). Paimon's universal compaction
 // (size amplification, size ratio, run count; defaults 200 %, 1 %, 5 runs)
 // merges a bucket's runs, drops deleted rows and commits a replace snapshot
 // (RewriteFiles, keeping the inputs' data sequence number) that removes the
-// inputs and their delete files: no row changes, no events.
+// inputs and their delete files or DVs: no row changes, no events.
 //
 // It may import changelog/ and lake/; it must not import protocol/, fetch/,
 // topics/ or offsets/.

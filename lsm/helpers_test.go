@@ -55,16 +55,22 @@ func createTestTable(t testing.TB, cat catalog.Catalog, name string, co CreateOp
 // (deletes applied) and renders each row as "id|name|qty|price".
 func scanRows(t testing.TB, cat catalog.Catalog, ident table.Identifier) map[string]string {
 	t.Helper()
-	ctx := context.Background()
-	tbl, err := cat.LoadTable(ctx, ident)
+	tbl, err := cat.LoadTable(context.Background(), ident)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]string{}
 	if tbl.CurrentSnapshot() == nil {
-		return out
+		return map[string]string{}
 	}
-	_, it, err := tbl.Scan().ToArrowRecords(ctx)
+	return scanRowsAt(t, tbl, tbl.CurrentSnapshot().SnapshotID)
+}
+
+// scanRowsAt is scanRows of one snapshot.
+func scanRowsAt(t testing.TB, tbl *table.Table, snapID int64) map[string]string {
+	t.Helper()
+	ctx := context.Background()
+	out := map[string]string{}
+	_, it, err := tbl.Scan(table.WithSnapshotID(snapID)).ToArrowRecords(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,4 +163,111 @@ func historyIDs(t testing.TB, tbl *table.Table) []int64 {
 		out[i] = h.SnapshotID
 	}
 	return out
+}
+
+// formatVersions are the table format versions the table-driven tests run
+// on: v2 deletes replaced rows with position delete files, v3 with
+// deletion vectors.
+var formatVersions = []int{2, 3}
+
+// deleteLayout is what checkDeleteLayout found in the current snapshot.
+type deleteLayout struct {
+	dvs, posDeleteFiles, eqDeleteFiles int
+	// dvOf maps each data file with a DV to the DV (path@offset).
+	dvOf map[string]string
+}
+
+// checkDeleteLayout reads the live manifest entries of the table's current
+// snapshot and checks the delete files against the format version: v2
+// tables have position delete files and no DVs; v3 tables have DVs only
+// (no position delete files, no equality deletes), at most one per data
+// file, each for a live data file. No version has equality deletes.
+func checkDeleteLayout(t testing.TB, cat catalog.Catalog, ident table.Identifier, version int) deleteLayout {
+	t.Helper()
+	tbl, err := cat.LoadTable(context.Background(), ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return checkDeleteLayoutAt(t, tbl, tbl.CurrentSnapshot(), version)
+}
+
+// checkDeleteLayoutAt is checkDeleteLayout of one snapshot (nil: none).
+func checkDeleteLayoutAt(t testing.TB, tbl *table.Table, snap *table.Snapshot, version int) deleteLayout {
+	t.Helper()
+	ctx := context.Background()
+	if got := tbl.Metadata().Version(); got != version {
+		t.Fatalf("table format version %d, want %d", got, version)
+	}
+	out := deleteLayout{dvOf: map[string]string{}}
+	if snap == nil {
+		return out
+	}
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mans, err := snap.Manifests(fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := map[string]bool{}
+	var dvs []iceberg.DataFile
+	for _, m := range mans {
+		entries, err := m.FetchEntries(fs, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			df := e.DataFile()
+			switch {
+			case df.ContentType() == iceberg.EntryContentData:
+				live[df.FilePath()] = true
+			case df.ContentType() == iceberg.EntryContentEqDeletes:
+				out.eqDeleteFiles++
+			case table.IsDeletionVector(df):
+				out.dvs++
+				dvs = append(dvs, df)
+			default:
+				out.posDeleteFiles++
+			}
+		}
+	}
+	for _, df := range dvs {
+		ref := df.ReferencedDataFile()
+		if ref == nil || *ref == "" {
+			t.Fatalf("snapshot %d: DV %s has no referenced data file", snap.SnapshotID, df.FilePath())
+		}
+		if prev, dup := out.dvOf[*ref]; dup {
+			t.Fatalf("snapshot %d: data file %s has two live DVs: %s and %s", snap.SnapshotID, *ref, prev, df.FilePath())
+		}
+		if !live[*ref] {
+			t.Fatalf("snapshot %d: DV %s references %s, which is not a live data file", snap.SnapshotID, df.FilePath(), *ref)
+		}
+		out.dvOf[*ref] = fmt.Sprintf("%s@%d", df.FilePath(), *df.ContentOffset())
+	}
+	if out.eqDeleteFiles > 0 {
+		t.Fatalf("snapshot %d has %d equality delete files", snap.SnapshotID, out.eqDeleteFiles)
+	}
+	switch version {
+	case 2:
+		if out.dvs > 0 {
+			t.Fatalf("v2 snapshot %d has %d deletion vectors", snap.SnapshotID, out.dvs)
+		}
+	case 3:
+		if out.posDeleteFiles > 0 {
+			t.Fatalf("v3 snapshot %d has %d position delete files", snap.SnapshotID, out.posDeleteFiles)
+		}
+	}
+	return out
+}
+
+// replacedDVs counts the data files live in both layouts whose DV changed.
+func replacedDVs(before, after deleteLayout) int {
+	n := 0
+	for data, dv := range before.dvOf {
+		if now, ok := after.dvOf[data]; ok && now != dv {
+			n++
+		}
+	}
+	return n
 }

@@ -15,7 +15,8 @@ import (
 // outside Iceberg manifests.
 //
 //	data/bucket-00003/L0-000000000042-<uuid>.parquet      sorted run (level, sequence)
-//	data/bucket-00003/000000000042-<uuid>-deletes.parquet position deletes
+//	data/bucket-00003/000000000042-<uuid>-deletes.parquet position deletes (v2)
+//	data/bucket-00003/000000000042-<uuid>-dv.puffin       deletion vectors (v3)
 //	changelog/bucket-00003/000000000042-<uuid>.parquet    change events
 //	metadata/lsm-changelog-000000000042-<uuid>.json       the snapshot's changelog files
 type layout struct{ loc string }
@@ -30,6 +31,10 @@ func (l layout) dataFile(bucket, level int, seq int64) string {
 
 func (l layout) deleteFile(bucket int, seq int64) string {
 	return fmt.Sprintf("%s/data/bucket-%05d/%012d-%s-deletes.parquet", l.loc, bucket, seq, uuid.NewString())
+}
+
+func (l layout) dvFile(bucket int, seq int64) string {
+	return fmt.Sprintf("%s/data/bucket-%05d/%012d-%s-dv.puffin", l.loc, bucket, seq, uuid.NewString())
 }
 
 func (l layout) changelogFile(bucket int, seq int64) string {

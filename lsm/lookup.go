@@ -94,9 +94,20 @@ func (t *Table) runData(ctx context.Context, fs icebergio.IO, sp *spec, path str
 	return d, nil
 }
 
-// deletedPositions returns the positions of f that its delete files delete.
+// deletedPositions returns the positions of f that its deletion vector
+// or, without one, its position delete files delete.
 func (t *Table) deletedPositions(ctx context.Context, fs icebergio.IO, f *runFile) (map[int64]bool, error) {
 	out := map[int64]bool{}
+	if f.dv != nil {
+		bm, err := t.deletionVector(fs, f.dv)
+		if err != nil {
+			return nil, fmt.Errorf("deletion vector of %s: %w", f.path, err)
+		}
+		for p := range bm.Positions() {
+			out[int64(p)] = true
+		}
+		return out, nil
+	}
 	for _, d := range f.deletes {
 		var byFile map[string][]int64
 		if v, ok := t.cache.get(deleteCacheKey(d.FilePath())); ok {

@@ -50,11 +50,18 @@ func benchWrites(b *testing.B, w *Writer, rng *rand.Rand, next *int64) int64 {
 // deduplicate table with the default compaction configuration (universal,
 // trigger 5, run after every commit as `lakegw load` does) and reports
 // records/s and write amplification (bytes of data, delete, changelog and
-// compacted files written per byte of JSON ingested).
+// compacted files written per byte of JSON ingested), on a v2 table
+// (position delete files) and a v3 table (deletion vectors).
 func BenchmarkLsmIngest(b *testing.B) {
+	for _, version := range formatVersions {
+		b.Run(fmt.Sprintf("v%d", version), func(b *testing.B) { benchIngest(b, version) })
+	}
+}
+
+func benchIngest(b *testing.B, version int) {
 	ctx := context.Background()
 	cat := testCatalog(b, b.TempDir())
-	tb := createTestTable(b, cat, "bench_ingest", CreateOptions{Buckets: 4}, Options{})
+	tb := createTestTable(b, cat, "bench_ingest", CreateOptions{Buckets: 4, FormatVersion: version}, Options{})
 	rng := rand.New(rand.NewPCG(1, 2))
 	var next, in, written, compacted int64
 	var compactTime time.Duration

@@ -83,6 +83,21 @@ func positionDeleteDataFile(spec iceberg.PartitionSpec, path string, size int64,
 	return b.Build(), nil
 }
 
+// positionDeleteTarget is the one data file a file-scoped position delete
+// file deletes from: its referenced_data_file (a v3 manifest field), else
+// its equal file_path bounds (as v2 manifests record it); "" when it is not
+// file-scoped.
+func positionDeleteTarget(df iceberg.DataFile) string {
+	if ref := df.ReferencedDataFile(); ref != nil && *ref != "" {
+		return *ref
+	}
+	lo, hi := df.LowerBoundValues()[posDeleteFilePathID], df.UpperBoundValues()[posDeleteFilePathID]
+	if len(lo) == 0 || string(lo) != string(hi) {
+		return ""
+	}
+	return string(lo)
+}
+
 // readPositionDeletes returns the positions a delete file deletes, by data
 // file path.
 func readPositionDeletes(ctx context.Context, fs icebergio.IO, path string) (map[string][]int64, error) {

@@ -14,12 +14,13 @@ import (
 )
 
 // bucketOut is what preparing one bucket wrote: a new L0 sorted run of the
-// merged images, position deletes of the images they replace, and the
-// bucket's changelog file.
+// merged images, position deletes (v2) or deletion vectors (v3) of the
+// images they replace, and the bucket's changelog file.
 type bucketOut struct {
 	bucket     int
-	data       iceberg.DataFile // nil when no image was written
-	deletes    []iceberg.DataFile
+	data       iceberg.DataFile   // nil when no image was written
+	deletes    []iceberg.DataFile // position delete files or DVs
+	removedDVs []iceberg.DataFile // DVs superseded by the new DVs
 	changelog  *changelog.LSMFile
 	written    []string // every file written, for cleanup
 	bytes      int64
@@ -101,14 +102,29 @@ func (t *Table) prepareBucket(ctx context.Context, fs icebergio.WriteFileIO, tbl
 		files = append(files, f)
 	}
 	slices.SortFunc(files, func(a, b *runFile) int { return compareStrings(a.path, b.path) })
-	for _, f := range files {
-		path := l.deleteFile(bw.bucket, st.seq)
+	switch {
+	case len(files) == 0:
+	case usesDeletionVectors(tbl):
+		// v3: one Puffin file of DVs for the bucket, each the union
+		// of the data file's old and new deleted positions.
+		path := l.dvFile(bw.bucket, st.seq)
 		out.written = append(out.written, path)
-		df, n, err := writePositionDeletes(fs, tbl.Spec(), path, f.path, deletes[f])
+		added, superseded, n, err := t.writeDeletionVectors(ctx, fs, tbl, path, files, deletes)
 		if err != nil {
 			return out, err
 		}
-		out.deletes, out.bytes = append(out.deletes, df), out.bytes+n
+		out.deletes, out.removedDVs, out.bytes = added, superseded, out.bytes+n
+	default:
+		// v2: one file-scoped position delete file per data file.
+		for _, f := range files {
+			path := l.deleteFile(bw.bucket, st.seq)
+			out.written = append(out.written, path)
+			df, n, err := writePositionDeletes(fs, tbl.Spec(), path, f.path, deletes[f])
+			if err != nil {
+				return out, err
+			}
+			out.deletes, out.bytes = append(out.deletes, df), out.bytes+n
+		}
 	}
 	if len(events) > 0 {
 		path := l.changelogFile(bw.bucket, st.seq)

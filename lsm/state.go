@@ -20,8 +20,11 @@ type runFile struct {
 	seq    int64 // from the path: the sequence number it was written at
 	// dataSeq is its Iceberg data sequence number.
 	dataSeq int64
-	// deletes are the position delete files that apply to it.
+	// deletes are the position delete files that apply to it (v2
+	// tables); dv is its deletion vector (v3 tables: at most one per data
+	// file, and when there is one, readers ignore position deletes).
 	deletes []iceberg.DataFile
+	dv      iceberg.DataFile
 	// lower/upper are the manifest bounds of each key column (by
 	// spec.keyIdx order); nil when the manifest has none.
 	lower, upper []any
@@ -31,10 +34,28 @@ type runFile struct {
 // rows (exact: every position is deleted at most once by lakegw).
 func (f *runFile) liveRows() int64 {
 	n := f.df.Count()
+	if f.dv != nil {
+		// A DV's record count is its cardinality, and it holds every
+		// deleted position of the file.
+		return max(n-f.dv.Count(), 0)
+	}
 	for _, d := range f.deletes {
 		n -= d.Count()
 	}
 	return max(n, 0)
+}
+
+// hasDeletes reports whether any row of the file is deleted.
+func (f *runFile) hasDeletes() bool { return f.dv != nil || len(f.deletes) > 0 }
+
+// deleteFiles are the delete files of the file that go with it when
+// compaction replaces it: its position delete files and its DV.
+func (f *runFile) deleteFiles() []iceberg.DataFile {
+	out := slices.Clone(f.deletes)
+	if f.dv != nil {
+		out = append(out, f.dv)
+	}
+	return out
 }
 
 // state is the LSM structure of one table snapshot, recovered from the
@@ -72,8 +93,11 @@ func loadState(ctx context.Context, tbl *table.Table, sp *spec, filter iceberg.B
 			continue // a split of a large file
 		}
 		seen[path] = true
-		if len(t.EqualityDeleteFiles) > 0 || len(t.DeletionVectorFiles) > 0 {
-			return nil, fmt.Errorf("data file %s has equality deletes or deletion vectors: lakegw LSM tables use position deletes only", path)
+		if len(t.EqualityDeleteFiles) > 0 {
+			return nil, fmt.Errorf("data file %s has equality deletes: lakegw LSM tables use position deletes or deletion vectors only", path)
+		}
+		if len(t.DeletionVectorFiles) > 1 {
+			return nil, fmt.Errorf("data file %s has %d deletion vectors: Iceberg allows one per data file", path, len(t.DeletionVectorFiles))
 		}
 		b, level, seq, err := parseDataPath(path)
 		if err != nil {
@@ -83,6 +107,9 @@ func loadState(ctx context.Context, tbl *table.Table, sp *spec, filter iceberg.B
 			return nil, fmt.Errorf("data file %s is in bucket %d, the table has %d buckets", path, b, sp.buckets)
 		}
 		f := &runFile{df: t.File, path: path, bucket: b, level: level, seq: seq, deletes: t.DeleteFiles}
+		if len(t.DeletionVectorFiles) == 1 {
+			f.dv = t.DeletionVectorFiles[0]
+		}
 		if t.DataSequenceNumber != nil {
 			f.dataSeq = *t.DataSequenceNumber
 		}

@@ -102,11 +102,15 @@ type CreateOptions struct {
 	// SequenceGroups maps a sequence column to the columns it guards
 	// (partial-update).
 	SequenceGroups map[string][]string
+	// FormatVersion is the Iceberg format version: 2 (default; replaced
+	// rows are deleted by position delete files) or 3 (by deletion
+	// vectors, at most one per data file).
+	FormatVersion int
 	// Properties are further table properties.
 	Properties iceberg.Properties
 }
 
-// Create creates an LSM table: an unpartitioned Iceberg v2 table whose
+// Create creates an LSM table: an unpartitioned Iceberg v2 or v3 table whose
 // identifier fields are the primary key, with the lakegw.lsm.* properties.
 func Create(ctx context.Context, cat catalog.Catalog, ident table.Identifier, schema *iceberg.Schema, co CreateOptions, opts Options) (*Table, error) {
 	if len(co.PrimaryKey) == 0 {
@@ -126,12 +130,19 @@ func Create(ctx context.Context, cat catalog.Catalog, ident table.Identifier, sc
 		keyIDs = append(keyIDs, fields[i].ID)
 	}
 	sc := iceberg.NewSchemaWithIdentifiers(0, keyIDs, fields...)
+	version := co.FormatVersion
+	if version == 0 {
+		version = 2
+	}
+	if version != 2 && version != 3 {
+		return nil, fmt.Errorf("create LSM table: format version %d (2 or 3)", version)
+	}
 	engine := co.MergeEngine
 	if engine == "" {
 		engine = EngineDeduplicate
 	}
 	props := iceberg.Properties{
-		"format-version": "2",
+		"format-version": strconv.Itoa(version),
 		PropLSM:          "true",
 		PropBuckets:      strconv.Itoa(co.Buckets),
 		PropPartitions:   strconv.Itoa(co.Buckets),
