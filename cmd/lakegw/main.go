@@ -19,6 +19,7 @@ Usage:
   lakegw table list [flags]
   lakegw table create NS.TABLE --schema 'id long, name string' --primary-key id [--buckets N]
                       [--merge-engine deduplicate|partial-update|aggregation|first-row] [--agg COL=FUNC ...]
+                      [--format-version 2|3]
                                          create a lakegw primary-key (LSM) table
   lakegw load NS.TABLE FILE.jsonl|FILE.csv   upsert rows into an LSM table ("_op":"delete" deletes)
   lakegw compact NS.TABLE                merge an LSM table's sorted runs
