@@ -125,6 +125,7 @@ func deriveEvents(ctx context.Context, tbl *table.Table, s *table.Snapshot, c *C
 	}
 	scan := tbl.Scan(table.WithSnapshotID(s.SnapshotID))
 	if delta.pureAppend() {
+		notePlan(tbl, s, delta, opts.PlanCache)
 		return deriveAppend(ctx, scan, delta, c)
 	}
 	return deriveDiff(ctx, tbl, scan, s, delta, c, opts)

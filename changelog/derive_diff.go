@@ -29,15 +29,9 @@ func deriveDiff(ctx context.Context, tbl *table.Table, scan *table.Scan, s *tabl
 		return fmt.Errorf("file IO: %w", err)
 	}
 	started := time.Now()
-	after, err := planSnapshot(ctx, tbl, s.SnapshotID)
+	before, after, err := planDiff(ctx, tbl, s, delta, opts.PlanCache)
 	if err != nil {
 		return err
-	}
-	before := livePlan{}
-	if s.ParentSnapshotID != nil {
-		if before, err = planSnapshot(ctx, tbl, *s.ParentSnapshotID); err != nil {
-			return fmt.Errorf("parent state: %w", err)
-		}
 	}
 	planned := time.Since(started)
 	// Every live file of either state is classified (cheaply, from the

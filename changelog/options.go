@@ -11,4 +11,8 @@ type Options struct {
 	// fields (ignored when the schema has identifier fields).
 	KeyColumns []string
 	Log        zerolog.Logger
+	// PlanCache, when set, keeps the plans of recently derived snapshots
+	// so that deriving a snapshot after its parent reads only its own
+	// manifests (see PlanCache).
+	PlanCache *PlanCache
 }

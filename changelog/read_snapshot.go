@@ -22,7 +22,7 @@ func ReadSnapshot(ctx context.Context, tbl *table.Table, snap SnapshotRef, opts 
 	if err != nil {
 		return nil, err
 	}
-	plan, err := planSnapshot(ctx, tbl, s.SnapshotID)
+	plan, err := planSnapshot(ctx, tbl, s.SnapshotID, opts.PlanCache)
 	if err != nil {
 		return nil, fmt.Errorf("read %s snapshot %d: %w", c.Table, c.SnapshotID, err)
 	}

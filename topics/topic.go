@@ -30,6 +30,9 @@ type Topic struct {
 
 	changes *changesCache
 	derive  singleflight.Group
+	// plans keeps the plans of the snapshots derived last, so that the
+	// next snapshot is planned from its parent's (nil: no cache).
+	plans *changelog.PlanCache
 }
 
 // Table returns the latest loaded table metadata.
@@ -104,5 +107,5 @@ func (t *Topic) Changes(ctx context.Context, seg offsets.Segment) (*changelog.Ch
 }
 
 func (t *Topic) deriveOptions() changelog.Options {
-	return changelog.Options{Partitions: t.Config.Partitions, KeyColumns: t.Config.KeyColumns}
+	return changelog.Options{Partitions: t.Config.Partitions, KeyColumns: t.Config.KeyColumns, PlanCache: t.plans}
 }

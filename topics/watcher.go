@@ -124,6 +124,14 @@ func (w *watcher) sync(ctx context.Context) error {
 	return nil
 }
 
+// A topic's plan cache holds the plans of a few recent snapshots (the
+// watcher needs the last one; fetches deriving in order use the others),
+// up to planCacheFiles live data files in all (some 200 bytes each).
+const (
+	planCachePlans = 4
+	planCacheFiles = 1 << 18
+)
+
 func (w *watcher) openTopic(ctx context.Context, tbl *table.Table) error {
 	cfg, err := w.r.cfg.Defaults.withTableProps(tbl.Properties())
 	if err != nil {
@@ -137,7 +145,8 @@ func (w *watcher) openTopic(ctx context.Context, tbl *table.Table) error {
 	if err != nil {
 		return err
 	}
-	t := &Topic{Name: w.name, Ident: w.src.ident, Config: cfg, Format: format, Index: idx, changed: make(chan struct{}), changes: w.r.changes}
+	t := &Topic{Name: w.name, Ident: w.src.ident, Config: cfg, Format: format, Index: idx, changed: make(chan struct{}), changes: w.r.changes,
+		plans: changelog.NewPlanCache(planCachePlans, planCacheFiles)}
 	t.tbl.Store(tbl)
 	w.topic = t
 	w.r.publish(t)
