@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/lakegw/lakegw/changelog"
+	"github.com/lakegw/lakegw/lake"
+)
+
+// BenchmarkNewSnapshotCached is BenchmarkNewSnapshot as the topics watcher
+// runs it: the parent snapshot was derived just before with the topic's
+// plan cache (untimed, a fresh cache per iteration so the new snapshot's
+// own plan is never cached).
+func BenchmarkNewSnapshotCached(b *testing.B) {
+	ctx := context.Background()
+	dir := filepath.Join(b.TempDir(), "fresh")
+	cat, err := lake.OpenCatalog(ctx, dir, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ident := table.Identifier{"bench", "fresh"}
+	gen, err := newTableGen(ctx, cat, ident, 3, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, snaps := range []int{10, 50, 200} {
+		for gen.Snapshots < snaps {
+			if err := gen.commit(ctx, 10); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.Run(fmt.Sprintf("snapshots=%d", snaps), func(b *testing.B) {
+			var load, derive float64
+			for b.Loop() {
+				b.StopTimer()
+				cache := changelog.NewPlanCache(4, 1<<18)
+				tbl, err := cat.LoadTable(ctx, ident)
+				if err != nil {
+					b.Fatal(err)
+				}
+				hist, err := changelog.MainHistory(tbl.Metadata())
+				if err != nil {
+					b.Fatal(err)
+				}
+				p, err := changelog.Derive(ctx, tbl, hist[len(hist)-2], changelog.Options{PlanCache: cache})
+				if err != nil {
+					b.Fatal(err)
+				}
+				p.Release()
+				b.StartTimer()
+				c0 := processCPU()
+				tbl, err = cat.LoadTable(ctx, ident)
+				if err != nil {
+					b.Fatal(err)
+				}
+				hist, err = changelog.MainHistory(tbl.Metadata())
+				if err != nil {
+					b.Fatal(err)
+				}
+				c1 := processCPU()
+				c, err := changelog.Derive(ctx, tbl, hist[len(hist)-1], changelog.Options{PlanCache: cache})
+				if err != nil {
+					b.Fatal(err)
+				}
+				c.Release()
+				load += float64((c1 - c0).Microseconds())
+				derive += float64((processCPU() - c1).Microseconds())
+			}
+			b.ReportMetric(load/float64(b.N)/1000, "load-cpu-ms/op")
+			b.ReportMetric(derive/float64(b.N)/1000, "derive-cpu-ms/op")
+		})
+	}
+}
