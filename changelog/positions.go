@@ -1,15 +1,14 @@
 package changelog
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
@@ -80,21 +79,21 @@ const (
 	posDeletePosID      = 2147483545
 )
 
+// readPositionDeletes reads the (file_path, pos) rows of a position delete
+// file with column chunk readers: file paths are compared as the bytes the
+// decoder hands out (for dictionary pages, slices of the dictionary), so
+// only a new path is copied, and no Arrow arrays are built.
 func readPositionDeletes(ctx context.Context, fs icebergio.IO, path string) (_ map[string][]int64, err error) {
 	f, err := fs.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	pf, err := file.NewParquetReader(f)
+	pf, err := file.NewParquetReader(f, file.WithReadProps(parquet.NewReaderProperties(compute.GetAllocator(ctx))))
 	if err != nil {
 		return nil, err
 	}
 	defer pf.Close()
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 64 * 1024}, memory.DefaultAllocator)
-	if err != nil {
-		return nil, err
-	}
 	// Columns by field id (Spark may add a "row" column; names are
 	// fixed by the spec but ids are what identify them).
 	sc := pf.MetaData().Schema
@@ -120,34 +119,97 @@ func readPositionDeletes(ctx context.Context, fs icebergio.IO, path string) (_ m
 	if pathCol < 0 || posCol < 0 {
 		return nil, fmt.Errorf("no file_path and pos columns")
 	}
-	rr, err := fr.GetRecordReader(ctx, []int{pathCol, posCol}, nil)
-	if err != nil {
-		return nil, err
+	pathDescr, posDescr := sc.Column(pathCol), sc.Column(posCol)
+	if pathDescr.PhysicalType() != parquet.Types.ByteArray || posDescr.PhysicalType() != parquet.Types.Int64 ||
+		pathDescr.MaxRepetitionLevel() != 0 || posDescr.MaxRepetitionLevel() != 0 {
+		return nil, fmt.Errorf("file_path/pos columns have types %s/%s", pathDescr.PhysicalType(), posDescr.PhysicalType())
 	}
-	defer rr.Release()
+	pathMaxDef, posMaxDef := int16(pathDescr.MaxDefinitionLevel()), int16(posDescr.MaxDefinitionLevel())
+
 	out := map[string][]int64{}
-	for rr.Next() {
-		rec := rr.RecordBatch()
-		paths, ok1 := rec.Column(0).(*array.String)
-		poss, ok2 := rec.Column(1).(*array.Int64)
-		if !ok1 || !ok2 {
-			return nil, fmt.Errorf("file_path/pos columns have types %s/%s", rec.Column(0).DataType(), rec.Column(1).DataType())
-		}
-		for i := range paths.Len() {
-			if paths.IsNull(i) || poss.IsNull(i) {
-				return nil, fmt.Errorf("null file_path or pos")
-			}
-			p := paths.Value(i)
-			list, seen := out[p]
-			if !seen {
-				// Value aliases the arrow buffer; the map outlives it.
-				p = strings.Clone(p)
-			}
-			out[p] = append(list, poss.Value(i))
+	var (
+		key  string // the current run's path
+		keyB []byte
+		cur  []int64 // positions of the current run
+		have bool
+	)
+	flush := func() {
+		if have {
+			out[key] = append(out[key], cur...)
 		}
 	}
-	if err := rr.Err(); err != nil {
-		return nil, err
+	var pos []int64
+	var defs []int16
+	vals := make([]parquet.ByteArray, 4096)
+	for g := range pf.NumRowGroups() {
+		rg := pf.RowGroup(g)
+		n := rg.NumRows()
+		if int64(cap(pos)) < n {
+			pos = make([]int64, n)
+			defs = make([]int16, n)
+		}
+		pos, defs = pos[:n], defs[:n]
+		oc, err := rg.Column(posCol)
+		if err != nil {
+			return nil, err
+		}
+		var got int64
+		for got < n {
+			var d []int16
+			if posMaxDef > 0 {
+				d = defs[got:]
+			}
+			lv, nv, err := oc.(*file.Int64ColumnChunkReader).ReadBatch(n-got, pos[got:], d, nil)
+			if err == nil && int64(nv) != lv {
+				err = fmt.Errorf("null pos")
+			}
+			if err == nil && lv == 0 {
+				err = fmt.Errorf("pos column ended after %d of %d rows", got, n)
+			}
+			if err != nil {
+				oc.Close()
+				return nil, err
+			}
+			got += lv
+		}
+		oc.Close()
+		pc, err := rg.Column(pathCol)
+		if err != nil {
+			return nil, err
+		}
+		pr := pc.(*file.ByteArrayColumnChunkReader)
+		for row := int64(0); row < n; {
+			want := min(n-row, int64(len(vals)))
+			var d []int16
+			if pathMaxDef > 0 {
+				d = defs[:want]
+			}
+			lv, nv, err := pr.ReadBatchInPage(want, vals[:want], d, nil)
+			if err == nil && int64(nv) != lv {
+				err = fmt.Errorf("null file_path")
+			}
+			if err == nil && lv == 0 {
+				err = pr.Err()
+				if err == nil {
+					err = fmt.Errorf("file_path column ended after %d of %d rows", row, n)
+				}
+			}
+			if err != nil {
+				pc.Close()
+				return nil, err
+			}
+			for i, v := range vals[:nv] {
+				if !have || !bytes.Equal(v, keyB) {
+					flush()
+					key = string(v) // copies: v aliases a page
+					keyB, cur, have = []byte(key), cur[:0], true
+				}
+				cur = append(cur, pos[row+int64(i)])
+			}
+			row += lv
+		}
+		pc.Close()
 	}
+	flush()
 	return out, nil
 }

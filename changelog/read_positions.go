@@ -2,6 +2,7 @@ package changelog
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -90,13 +91,30 @@ func validOffsets(offsets []int64, n int, size int64) bool {
 }
 
 // readRowsAt reads the rows at the given sorted positions of a data file
-// (no deletes applied), decoding only the row groups that hold them. It
-// returns the batches read (owned by the caller) and, per batch, the rows
-// at the wanted positions.
+// (no deletes applied): only those rows when the file is flat (see
+// readFlatRowsAt), else the row groups that hold them. It returns the
+// batches read (owned by the caller) and, per batch, the rows at the wanted
+// positions.
 func readRowsAt(ctx context.Context, fs icebergio.IO, scan *table.Scan, base table.FileScanTask, positions []int64) ([]arrow.RecordBatch, [][]int32, error) {
 	if len(positions) == 0 {
 		return nil, nil, nil
 	}
+	switch b, err := readFlatRowsAt(ctx, fs, scan, base.File, positions); {
+	case err == nil:
+		rows := make([]int32, b.NumRows())
+		for i := range rows {
+			rows[i] = int32(i)
+		}
+		return []arrow.RecordBatch{b}, [][]int32{rows}, nil
+	case !errors.Is(err, errNotFlat):
+		return nil, nil, err
+	}
+	return readRowGroupsAt(ctx, fs, scan, base, positions)
+}
+
+// readRowGroupsAt is readRowsAt for files the selective reader declines:
+// iceberg-go decodes every row group holding a wanted row.
+func readRowGroupsAt(ctx context.Context, fs icebergio.IO, scan *table.Scan, base table.FileScanTask, positions []int64) ([]arrow.RecordBatch, [][]int32, error) {
 	layout, err := readRowGroupLayout(fs, base.File)
 	if err != nil {
 		return nil, nil, err
