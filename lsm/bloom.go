@@ -1,10 +1,7 @@
 package lsm
 
 import (
-	"fmt"
-
 	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	icebergio "github.com/apache/iceberg-go/io"
 )
@@ -19,14 +16,9 @@ const bloomProbeMax = 64
 // file's bloom filters on the key columns do not rule out. A file or row
 // group without a filter rules nothing out.
 func bloomCandidates(fs icebergio.IO, sp *spec, path string, keyRows []Row, cand []int) ([]int, error) {
-	src, err := fs.Open(path)
+	pf, err := openParquet(fs, path)
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
-	}
-	defer src.Close()
-	pf, err := file.NewParquetReader(src)
-	if err != nil {
-		return nil, fmt.Errorf("parquet footer of %s: %w", path, err)
+		return nil, err
 	}
 	defer pf.Close()
 	meta := pf.MetaData()

@@ -16,6 +16,9 @@
 // to keep consistent. Sorted runs are Parquet (zstd, sorted by key, bloom
 // filters on the key columns, exact key bounds in the manifest) with a
 // sequence column _lakegw_seq under a field id no table schema assigns.
+// lakegw writes its Parquet files (runs, changelog files, position
+// deletes) with parquet-go and reads them with arrow-go as iceberg-go does
+// (parquet_write.go, parquet_read.go).
 //
 // Invariant. Every snapshot has at most one live row per key, with no
 // equality deletes: every commit that writes a key deletes its previous

@@ -3,18 +3,12 @@ package lsm
 import (
 	"context"
 	"fmt"
-	"io"
 	"slices"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/compress"
-	"github.com/apache/arrow-go/v18/parquet/file"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
-	"github.com/apache/iceberg-go/table"
 )
 
 // Field ids of the position delete schema, fixed by the Iceberg spec.
@@ -31,20 +25,16 @@ const (
 func writePositionDeletes(fs icebergio.WriteFileIO, spec iceberg.PartitionSpec, path, dataPath string, positions []int64) (iceberg.DataFile, int64, error) {
 	positions = slices.Clone(positions)
 	slices.Sort(positions)
-	b := array.NewRecordBuilder(memory.DefaultAllocator, table.PositionalDeleteArrowSchema)
-	defer b.Release()
-	paths, ok1 := b.Field(0).(*array.StringBuilder)
-	poss, ok2 := b.Field(1).(*array.Int64Builder)
-	if !ok1 || !ok2 {
-		return nil, 0, fmt.Errorf("position delete schema changed: %T, %T", b.Field(0), b.Field(1))
+	cols := []pqCol{
+		{name: "file_path", id: posDeleteFilePathID, kind: kString, required: true},
+		{name: "pos", id: posDeletePosID, kind: kInt64, required: true},
 	}
-	for _, p := range positions {
-		paths.Append(dataPath)
-		poss.Append(p)
-	}
-	rec := b.NewRecordBatch()
-	defer rec.Release()
-	body, _, err := encodeParquet(rec, parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Zstd)))
+	body, err := encodeRows(cols, len(positions), len(positions)+1, func(r, c int) any {
+		if c == 0 {
+			return dataPath
+		}
+		return positions[r]
+	})
 	if err != nil {
 		return nil, 0, fmt.Errorf("encode position deletes for %s: %w", dataPath, err)
 	}
@@ -101,43 +91,29 @@ func positionDeleteTarget(df iceberg.DataFile) string {
 // readPositionDeletes returns the positions a delete file deletes, by data
 // file path.
 func readPositionDeletes(ctx context.Context, fs icebergio.IO, path string) (map[string][]int64, error) {
-	src, err := fs.Open(path)
+	pf, err := openParquet(fs, path)
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
-	}
-	defer src.Close()
-	pf, err := file.NewParquetReader(src)
-	if err != nil {
-		return nil, fmt.Errorf("parquet footer of %s: %w", path, err)
+		return nil, err
 	}
 	defer pf.Close()
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 64 << 10}, memory.DefaultAllocator)
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	rr, err := fr.GetRecordReader(ctx, nil, nil)
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	defer rr.Release()
 	out := map[string][]int64{}
-	for rr.Next() {
-		rec := rr.RecordBatch()
+	err = pf.eachRecord(ctx, func(rec arrow.RecordBatch) error {
 		if rec.NumCols() < 2 {
-			return nil, fmt.Errorf("%s: %d columns, want file_path and pos", path, rec.NumCols())
+			return fmt.Errorf("%s: %d columns, want file_path and pos", path, rec.NumCols())
 		}
 		paths, ok1 := rec.Column(0).(*array.String)
 		poss, ok2 := rec.Column(1).(*array.Int64)
 		if !ok1 || !ok2 {
-			return nil, fmt.Errorf("%s: columns are %s and %s, want string and long", path, rec.Column(0).DataType(), rec.Column(1).DataType())
+			return fmt.Errorf("%s: columns are %s and %s, want string and long", path, rec.Column(0).DataType(), rec.Column(1).DataType())
 		}
 		for i := 0; i < int(rec.NumRows()); i++ {
 			p := paths.Value(i)
 			out[p] = append(out[p], poss.Value(i))
 		}
-	}
-	if err := rr.Err(); err != nil && err != io.EOF {
-		return nil, fmt.Errorf("read %s: %w", path, err)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
@@ -155,10 +154,6 @@ func equalRows(a, b Row) bool {
 // writeChangelog writes a bucket's events in the schema changelog/ defines:
 // one row per image, updates as a -U/+U pair.
 func writeChangelog(fs icebergio.WriteFileIO, sp *spec, path string, bucket int, events []event) (*changelog.LSMFile, int64, error) {
-	sc, err := changelog.LSMChangelogArrowSchema(sp.schema)
-	if err != nil {
-		return nil, 0, err
-	}
 	rows := make([]Row, 0, len(events)+len(events)/2)
 	ops := make([]string, 0, cap(rows))
 	for _, e := range events {
@@ -171,17 +166,16 @@ func writeChangelog(fs icebergio.WriteFileIO, sp *spec, path string, bucket int,
 			rows, ops = append(rows, e.before, e.after), append(ops, changelog.LSMOpUpdateBefore, changelog.LSMOpUpdateAfter)
 		}
 	}
-	rec, err := buildRecord(sc, 1, rows, func(b *array.RecordBuilder, row int) error {
-		b.Field(0).(*array.StringBuilder).Append(ops[row])
-		return nil
+	// The op column, then the table columns (changelog.LSMChangelogArrowSchema
+	// is the same schema in Arrow terms). At most runRowGroupRows rows per
+	// row group: the reader pairs -U/+U across batches anyway.
+	cols := append([]pqCol{{name: changelog.LSMOpColumn, id: changelog.LSMOpFieldID, kind: kString, required: true}}, tableColumns(sp, false)...)
+	body, err := encodeRows(cols, len(rows), runRowGroupRows, func(r, c int) any {
+		if c == 0 {
+			return ops[r]
+		}
+		return rows[r][c-1]
 	})
-	if err != nil {
-		return nil, 0, err
-	}
-	defer rec.Release()
-	// One row group: the reader pairs -U/+U across batches anyway, but
-	// one group keeps a bucket's commit one sequential read.
-	body, _, err := encodeParquet(rec, writerProps(sp, false, 0))
 	if err != nil {
 		return nil, 0, fmt.Errorf("encode %s: %w", path, err)
 	}

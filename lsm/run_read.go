@@ -3,12 +3,9 @@ package lsm
 import (
 	"context"
 	"fmt"
-	"io"
 	"strconv"
 
-	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet/file"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/apache/arrow-go/v18/arrow"
 	icebergio "github.com/apache/iceberg-go/io"
 )
 
@@ -25,29 +22,14 @@ type runData struct {
 // readRun decodes a sorted run file. Columns are matched by field id, so
 // the file's column order does not matter.
 func readRun(ctx context.Context, fs icebergio.IO, sp *spec, path string) (*runData, error) {
-	src, err := fs.Open(path)
+	pf, err := openParquet(fs, path)
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
-	}
-	defer src.Close()
-	pf, err := file.NewParquetReader(src)
-	if err != nil {
-		return nil, fmt.Errorf("parquet footer of %s: %w", path, err)
+		return nil, err
 	}
 	defer pf.Close()
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 64 << 10}, memory.DefaultAllocator)
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	rr, err := fr.GetRecordReader(ctx, nil, nil)
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	defer rr.Release()
 	n := pf.NumRows()
 	d := &runData{rows: make([]Row, 0, n), seqs: make([]int64, 0, n), keys: make([]string, 0, n), index: make(map[string]int32, n)}
-	for rr.Next() {
-		rec := rr.RecordBatch()
+	err = pf.eachRecord(ctx, func(rec arrow.RecordBatch) error {
 		cols := make([]int, len(sp.names))
 		seqCol := -1
 		byID := map[int]int{}
@@ -61,7 +43,7 @@ func readRun(ctx context.Context, fs icebergio.IO, sp *spec, path string) (*runD
 		for i := range sp.names {
 			c, ok := byID[sp.schema.Field(i).ID]
 			if !ok {
-				return nil, fmt.Errorf("%s has no column %s", path, sp.names[i])
+				return fmt.Errorf("%s has no column %s", path, sp.names[i])
 			}
 			cols[i] = c
 		}
@@ -73,7 +55,7 @@ func readRun(ctx context.Context, fs icebergio.IO, sp *spec, path string) (*runD
 			for i, c := range cols {
 				v, err := valueAt(rec.Column(c), r)
 				if err != nil {
-					return nil, fmt.Errorf("%s column %s: %w", path, sp.names[i], err)
+					return fmt.Errorf("%s column %s: %w", path, sp.names[i], err)
 				}
 				row[i] = v
 			}
@@ -81,13 +63,13 @@ func readRun(ctx context.Context, fs icebergio.IO, sp *spec, path string) (*runD
 			if seqCol >= 0 {
 				v, err := valueAt(rec.Column(seqCol), r)
 				if err != nil {
-					return nil, fmt.Errorf("%s column %s: %w", path, seqColumn, err)
+					return fmt.Errorf("%s column %s: %w", path, seqColumn, err)
 				}
 				seq, _ = v.(int64)
 			}
 			key, err := sp.keyOf(row)
 			if err != nil {
-				return nil, fmt.Errorf("%s row %d: %w", path, len(d.rows), err)
+				return fmt.Errorf("%s row %d: %w", path, len(d.rows), err)
 			}
 			d.index[key] = int32(len(d.rows))
 			d.rows = append(d.rows, row)
@@ -95,9 +77,10 @@ func readRun(ctx context.Context, fs icebergio.IO, sp *spec, path string) (*runD
 			d.keys = append(d.keys, key)
 			d.bytes += int64(len(key))*2 + 64 + int64(len(row))*24
 		}
-	}
-	if err := rr.Err(); err != nil && err != io.EOF {
-		return nil, fmt.Errorf("read %s: %w", path, err)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return d, nil
 }
