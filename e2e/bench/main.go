@@ -45,6 +45,7 @@ type config struct {
 	records       int64
 	snapRecords   int
 	cacheBytes    int64
+	changesBytes  int64
 	reps          int
 	fanout        []int
 	fanoutRecords int64
@@ -65,6 +66,7 @@ func main() {
 	flag.Int64Var(&c.records, "records", 200_000, "change records in the benchmark table (approximately: rounded to whole snapshots)")
 	flag.IntVar(&c.snapRecords, "snapshot-records", 0, "change records per snapshot (default records/10, at most 250000)")
 	flag.Int64Var(&c.cacheBytes, "cache-bytes", 256<<20, "lakegw --cache-bytes")
+	flag.Int64Var(&c.changesBytes, "changes-cache-bytes", 128<<20, "lakegw --changes-cache-bytes")
 	flag.IntVar(&c.reps, "reps", 3, "repetitions of the Kafka / cold / warm consume passes (medians are reported)")
 	flag.StringVar(&fanout, "fanout", "1,10,100", "concurrent consumer counts")
 	flag.Int64Var(&c.fanoutRecords, "fanout-records", 0, "records each fan-out consumer reads (default min(records, 50000))")
@@ -198,7 +200,7 @@ func run(ctx context.Context, c config) (err error) {
 	logf("wrote %s: %d change records in %d snapshots, %d data files, in %v", mainTopic, total, gen.Snapshots, len(gen.DataFiles), time.Since(t0).Round(time.Millisecond))
 
 	r := &results{cfg: c, total: total, snapshots: gen.Snapshots}
-	gw := gatewayOpts{bin: c.lakegwBin, dataDir: dataDir, cacheBytes: c.cacheBytes, env: c.gatewayEnv}
+	gw := gatewayOpts{bin: c.lakegwBin, dataDir: dataDir, cacheBytes: c.cacheBytes, changesBytes: c.changesBytes, env: c.gatewayEnv}
 
 	// 2. First gateway: index every snapshot (derivation to count records),
 	// then read the topic once and copy it into Kafka.

@@ -202,8 +202,10 @@ type gatewayOpts struct {
 	bin        string
 	dataDir    string
 	cacheBytes int64
-	extra      []string
-	env        []string // added to the environment
+	// changesBytes is lakegw's other memory cache, of derived snapshots.
+	changesBytes int64
+	extra        []string
+	env          []string // added to the environment
 }
 
 func startGateway(ctx context.Context, o gatewayOpts) (*proc, error) {
@@ -212,7 +214,8 @@ func startGateway(ctx context.Context, o gatewayOpts) (*proc, error) {
 		return nil, err
 	}
 	args := []string{"serve", "--data-dir", o.dataDir, "--listen", addr, "--log-format", "json", "--log-level", "warn",
-		"--cache-bytes", strconv.FormatInt(o.cacheBytes, 10)}
+		"--cache-bytes", strconv.FormatInt(o.cacheBytes, 10),
+		"--changes-cache-bytes", strconv.FormatInt(o.changesBytes, 10)}
 	args = append(args, o.extra...)
 	cmd := exec.Command(o.bin, args...)
 	cmd.Env = append(os.Environ(), o.env...)

@@ -116,9 +116,9 @@ func (r *results) write(stdout io.Writer) error {
 	k, cold, warm, floor := r.median("kafka"), r.median("cold"), r.median("warm"), r.median("floor")
 	fmt.Fprintf(&md, "## lakegw vs Apache Kafka %s: %d change records of a 10-column row (debezium-json)\n\n", kafkaVersion(), r.total)
 	fmt.Fprintf(&md, "Machine: %s. Table: %d snapshots (inserts, then 70%% inserts / 20%% updates / 10%% deletes as merge-on-read position deletes). "+
-		"Client: franz-go, one consumer of partition 0 from offset 0 unless noted. lakegw --cache-bytes %d MiB, --batch-records 1000, no compression; "+
+		"Client: franz-go, one consumer of partition 0 from offset 0 unless noted. lakegw --cache-bytes %d MiB, --changes-cache-bytes %d MiB, --batch-records 1000, no compression; "+
 		"Kafka KRaft single node, default configuration, same records produced uncompressed. Medians of %d passes. Run took %v.\n\n",
-		machine(), r.snapshots, r.cfg.cacheBytes>>20, r.cfg.reps, r.elapsed.Round(time.Second))
+		machine(), r.snapshots, r.cfg.cacheBytes>>20, r.cfg.changesBytes>>20, r.cfg.reps, r.elapsed.Round(time.Second))
 	if len(r.cfg.gatewayEnv) > 0 || len(r.cfg.tableProps) > 0 {
 		fmt.Fprintf(&md, "Non-default settings: lakegw environment %v, table properties %v.\n\n", r.cfg.gatewayEnv, r.cfg.tableProps)
 	}
@@ -210,7 +210,8 @@ func (r *results) write(stdout io.Writer) error {
 			}
 		}
 	}
-	limit := mib(r.cfg.cacheBytes) + 256
+	// The configured memory caches: encoded batches and derived snapshots.
+	limit := mib(r.cfg.cacheBytes) + mib(r.cfg.changesBytes) + 256
 	add("rss_limit_mib", limit)
 	if one > 0 && hundred > 0 {
 		add("fanout_100_vs_1", hundred/one)
