@@ -194,7 +194,53 @@ func (t *Topic) Truncate(ctx context.Context, keep int) error {
 			last := parts[p][keep-1]
 			end = last.BaseOffset + last.Count
 		}
-		st.Epochs[p] = append(append([]state.EpochStart(nil), t.st.Epochs[p]...), state.EpochStart{Epoch: epoch, StartOffset: end})
+		st.Epochs[p] = truncateEpochs(t.st.Epochs[p], epoch, end)
+	}
+	if err := t.store.ReplaceTopic(ctx, st, all); err != nil {
+		return err
+	}
+	t.st, t.parts = st, parts
+	return nil
+}
+
+// truncateEpochs drops the epochs that start at or after end (their
+// records are gone) and starts epoch there, as Kafka's leader epoch cache
+// does on truncation: otherwise an older epoch would seem to end past the
+// point where its records stopped being served.
+func truncateEpochs(es []state.EpochStart, epoch int32, end int64) []state.EpochStart {
+	k := len(es)
+	for k > 1 && es[k-1].StartOffset >= end {
+		k--
+	}
+	if k == 1 && es[0].StartOffset >= end {
+		k = 0
+	}
+	return append(append([]state.EpochStart(nil), es[:k]...), state.EpochStart{Epoch: epoch, StartOffset: end})
+}
+
+// ResetToPrefix replaces the whole index by one compacted-prefix segment
+// per partition, starting at the current end under a new leader epoch: the
+// table's history moved past every indexed snapshot (all of them expired
+// while the gateway was away), so only the live rows of s can stand in for
+// it. Offsets are never reused: the log start moves up to the old end.
+func (t *Topic) ResetToPrefix(ctx context.Context, s Snapshot) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if int32(len(s.Counts)) != t.st.Partitions {
+		return fmt.Errorf("topic %s: snapshot %d has counts for %d partitions, want %d", t.st.Topic, s.SnapshotID, len(s.Counts), t.st.Partitions)
+	}
+	st := t.st
+	st.Epochs = make([][]state.EpochStart, len(t.parts))
+	epoch := maxEpoch(t.st.Epochs) + 1
+	parts := make([][]Segment, len(t.parts))
+	var all []Segment
+	for p := range t.parts {
+		end := t.endLocked(int32(p))
+		g := Segment{Kind: state.KindCompactedPrefix, Partition: int32(p), SnapshotID: s.SnapshotID,
+			SequenceNumber: s.SequenceNumber, TimestampMs: s.TimestampMs, BaseOffset: end, Count: s.Counts[p]}
+		parts[p] = []Segment{g}
+		all = append(all, g)
+		st.Epochs[p] = truncateEpochs(t.st.Epochs[p], epoch, end)
 	}
 	if err := t.store.ReplaceTopic(ctx, st, all); err != nil {
 		return err
@@ -320,16 +366,19 @@ func (t *Topic) EpochEnd(p int32, requested int32) (epoch int32, endOffset int64
 	if requested > es[len(es)-1].Epoch {
 		return 0, 0, false
 	}
-	for i := len(es) - 1; i >= 0; i-- {
-		if es[i].Epoch > requested {
-			continue
-		}
-		if i == len(es)-1 {
-			return es[i].Epoch, t.endLocked(p), true
-		}
-		return es[i].Epoch, es[i+1].StartOffset, true
+	if requested < es[0].Epoch {
+		// Older than any epoch we know: Kafka answers with the requested
+		// epoch ending where the first known one starts.
+		return requested, es[0].StartOffset, true
 	}
-	// Older than the first epoch we know: Kafka answers with the first
-	// epoch's start.
-	return es[0].Epoch, es[0].StartOffset, true
+	// An epoch ends where the earliest later epoch starts (lists written
+	// before truncateEpochs may hold a later epoch starting earlier).
+	end := t.endLocked(p)
+	for i := len(es) - 1; i >= 0; i-- {
+		if es[i].Epoch <= requested {
+			return es[i].Epoch, end, true
+		}
+		end = min(end, es[i].StartOffset)
+	}
+	return es[0].Epoch, end, true
 }

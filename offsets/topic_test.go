@@ -176,3 +176,46 @@ func TestCompactPrefixKeepsLaterOffsets(t *testing.T) {
 		t.Fatal("a prefix larger than the history it replaces must be refused")
 	}
 }
+
+// Two rollbacks, the second to before the first: epoch 0 must end where its
+// records stopped being served, not where epoch 1 once started.
+func TestEpochsAfterRepeatedTruncation(t *testing.T) {
+	ctx := context.Background()
+	store := openStore(t, t.TempDir())
+	defer store.Close()
+	tp, err := Open(ctx, store, "ns.t", "u", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	add := func(id, n int64) {
+		t.Helper()
+		if err := tp.Append(ctx, []Snapshot{{SnapshotID: id, Counts: []int64{n}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add(1, 80)
+	add(2, 20)                                  // offsets 80..99 under epoch 0
+	if err := tp.Truncate(ctx, 2); err != nil { // nothing to drop
+		t.Fatal(err)
+	}
+	add(3, 10) // 100..109
+	if err := tp.Truncate(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	if ep, end, _ := tp.EpochEnd(0, 0); ep != 0 || end != 100 {
+		t.Fatalf("after the first rollback epoch 0 ends at %d (epoch %d), want 100", end, ep)
+	}
+	add(4, 5)
+	if err := tp.Truncate(ctx, 1); err != nil { // back to offset 80
+		t.Fatal(err)
+	}
+	if ep, end, _ := tp.EpochEnd(0, 0); ep != 0 || end != 80 {
+		t.Fatalf("after the second rollback epoch 0 ends at %d (epoch %d), want 80", end, ep)
+	}
+	if ep, end, ok := tp.EpochEnd(0, 1); !ok || ep != 0 || end != 80 {
+		t.Fatalf("epoch 1 was truncated away: want the answer of epoch 0 (0, 80), got %d %d %v", ep, end, ok)
+	}
+	if ep, _, _ := tp.EpochEnd(0, tp.LeaderEpoch()); ep != 2 {
+		t.Fatalf("current epoch %d", ep)
+	}
+}

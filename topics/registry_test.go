@@ -236,3 +236,56 @@ func TestExpiredSnapshotsBecomeACompactedPrefix(t *testing.T) {
 		t.Fatalf("offset 6 must still be the last snapshot's insert: %+v", last)
 	}
 }
+
+// Every indexed snapshot expires while the gateway is down: the topic goes
+// on after its old end with the live rows of the oldest retained snapshot,
+// under a new epoch, and no offset is reused.
+func TestAllIndexedSnapshotsExpiredWhileAway(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	f := startRegistry(t, dir)
+	ident := table.Identifier{"ns", "gone"}
+	if err := f.cat.CreateNamespace(ctx, table.Identifier{"ns"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.cat.CreateTable(ctx, ident, testSchema); err != nil {
+		t.Fatal(err)
+	}
+	appendIDs(t, f.cat, ident, 1, 2, 3)
+	appendIDs(t, f.cat, ident, 4)
+	waitFor(t, "4 records", func() bool { tp, ok := f.reg.Topic("ns.gone"); return ok && tp.Index.HighWatermark(0) == 4 })
+	f.stop()
+
+	cat, err := lake.OpenCatalog(ctx, dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendIDs(t, cat, ident, 5, 6)
+	appendIDs(t, cat, ident, 7)
+	tbl, err := cat.LoadTable(ctx, ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx := tbl.NewTransaction()
+	if err := tx.ExpireSnapshots(table.WithRetainLast(2), table.WithOlderThan(0)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	g := startRegistry(t, dir)
+	// Live rows at the oldest retained snapshot: ids 1-6; then the insert of 7.
+	waitFor(t, "the topic to continue", func() bool { tp, ok := g.reg.Topic("ns.gone"); return ok && tp.Index.HighWatermark(0) == 4+6+1 })
+	tp, _ := g.reg.Topic("ns.gone")
+	if ls, ep := tp.Index.LogStart(0), tp.Index.LeaderEpoch(); ls != 4 || ep != 1 {
+		t.Fatalf("log start %d epoch %d, want 4 1", ls, ep)
+	}
+	seg, ok := tp.Index.Locate(0, 4)
+	if !ok || seg.Kind != offsets.KindCompactedPrefix || seg.Count != 6 {
+		t.Fatalf("offset 4: %+v", seg)
+	}
+	if ep, end, ok := tp.Index.EpochEnd(0, 0); !ok || ep != 0 || end != 4 {
+		t.Fatalf("epoch 0 must end at the old end 4: %d %d %v", ep, end, ok)
+	}
+}

@@ -171,6 +171,16 @@ func (w *watcher) index(ctx context.Context, tbl *table.Table) error {
 		indexed = t.Index.Snapshots()
 		expired, start = alignHistory(indexed, hist)
 	}
+	if start < 0 && len(hist) > 0 && hasExpiredParent(tbl, hist[0].SnapshotID) && !indexedAny(indexed, hist) {
+		// Every indexed snapshot expired while we were away: that is not a
+		// rewrite, the topic goes on after its current end with the live
+		// rows of the oldest retained snapshot.
+		if err := w.resetToPrefix(ctx, tbl, hist[0]); err != nil {
+			return err
+		}
+		indexed = t.Index.Snapshots()
+		_, start = alignHistory(indexed, hist)
+	}
 	if start < 0 {
 		// The indexed history is not a prefix of the table's: a rollback or
 		// a rewritten branch. Keep what still agrees, drop the rest under a
@@ -282,6 +292,39 @@ func (w *watcher) indexPrefix(ctx context.Context, tbl *table.Table, ref changel
 	t.changes.add(changesKey{t.Name, ref.SnapshotID, offsets.KindCompactedPrefix}, c)
 	w.log.Info().Int64("snapshot_id", ref.SnapshotID).Int("live_rows", len(c.Records)).
 		Msg("the table's history starts after expired snapshots; the topic starts with the live rows of its oldest snapshot")
+	return nil
+}
+
+// indexedAny reports whether any snapshot of hist is indexed.
+func indexedAny(indexed []offsets.Snapshot, hist []changelog.SnapshotRef) bool {
+	ids := make(map[int64]bool, len(indexed))
+	for _, s := range indexed {
+		ids[s.SnapshotID] = true
+	}
+	for _, h := range hist {
+		if ids[h.SnapshotID] {
+			return true
+		}
+	}
+	return false
+}
+
+// resetToPrefix restarts the topic, after its current end, with the live
+// rows of ref.
+func (w *watcher) resetToPrefix(ctx context.Context, tbl *table.Table, ref changelog.SnapshotRef) error {
+	t := w.topic
+	c, err := changelog.ReadSnapshot(ctx, tbl, ref, t.deriveOptions())
+	if err != nil {
+		return fmt.Errorf("live rows of snapshot %d, whose history expired: %w", ref.SnapshotID, err)
+	}
+	if err := t.Index.ResetToPrefix(ctx, offsets.Snapshot{SnapshotID: ref.SnapshotID, SequenceNumber: ref.SequenceNumber,
+		TimestampMs: ref.TimestampMs, Counts: c.CountByPartition()}); err != nil {
+		return err
+	}
+	t.changes.add(changesKey{t.Name, ref.SnapshotID, offsets.KindCompactedPrefix}, c)
+	w.log.Warn().Int64("snapshot_id", ref.SnapshotID).Int("live_rows", len(c.Records)).Int32("leader_epoch", t.Index.LeaderEpoch()).
+		Msg("every indexed snapshot expired while the gateway was away; the topic continues with the live rows of the oldest retained snapshot")
+	t.notify()
 	return nil
 }
 
