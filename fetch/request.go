@@ -26,14 +26,18 @@ func (r *Reader) Serve(ctx context.Context, reg *topics.Registry, req *kmsg.Fetc
 		// Collect the wake-up channels before reading, so a snapshot that
 		// lands between the read and the wait is not missed.
 		var wake []<-chan struct{}
+		seen := map[*topics.Topic]bool{}
 		for _, rt := range req.Topics {
-			if t, ok := reg.Topic(rt.Topic); ok {
+			if t, ok := reg.Topic(rt.Topic); ok && !seen[t] {
+				seen[t] = true
 				wake = append(wake, t.Changed())
 			}
 		}
-		resp, total := r.readAll(ctx, reg, req)
+		resp, total, urgent := r.readAll(ctx, reg, req)
 		remaining := time.Until(deadline)
-		if total >= int(req.MinBytes) || total > 0 && req.MinBytes <= 0 || remaining <= 0 || ctx.Err() != nil || len(wake) == 0 {
+		// An error or a diverging epoch is answered at once, as Kafka does:
+		// the consumer has to act on it, not wait for data.
+		if urgent || total >= int(req.MinBytes) || remaining <= 0 || ctx.Err() != nil || len(wake) == 0 {
 			return resp
 		}
 		if !waitAny(ctx, wake, remaining) {
@@ -81,14 +85,17 @@ func waitAny(ctx context.Context, chans []<-chan struct{}, timeout time.Duration
 	return false
 }
 
-func (r *Reader) readAll(ctx context.Context, reg *topics.Registry, req *kmsg.FetchRequest) (*kmsg.FetchResponse, int) {
-	resp := req.ResponseKind().(*kmsg.FetchResponse)
+// maxFetchBytes caps a response whatever the client asks, as Kafka's
+// fetch.max.bytes does.
+const maxFetchBytes = 55 << 20
+
+func (r *Reader) readAll(ctx context.Context, reg *topics.Registry, req *kmsg.FetchRequest) (resp *kmsg.FetchResponse, total int, urgent bool) {
+	resp = req.ResponseKind().(*kmsg.FetchResponse)
 	// No fetch sessions: session id 0 tells clients to send full requests.
 	resp.SessionID = 0
-	total := 0
 	maxBytes := int(req.MaxBytes)
-	if req.Version < 3 || maxBytes <= 0 {
-		maxBytes = 50 << 20
+	if req.Version < 3 || maxBytes <= 0 || maxBytes > maxFetchBytes {
+		maxBytes = maxFetchBytes
 	}
 	for _, rt := range req.Topics {
 		ot := kmsg.NewFetchResponseTopic()
@@ -102,16 +109,18 @@ func (r *Reader) readAll(ctx context.Context, reg *topics.Registry, req *kmsg.Fe
 			op.RecordBatches = []byte{} // never null (size -1): librdkafka rejects it as a parse failure
 			if !known || rp.Partition < 0 || rp.Partition >= t.Index.Partitions() {
 				op.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				urgent = true
 				ot.Partitions = append(ot.Partitions, op)
 				continue
 			}
 			r.readPartition(ctx, t, req.Version, rp, maxBytes-total, total == 0, &op)
 			total += len(op.RecordBatches)
+			urgent = urgent || op.ErrorCode != 0 || op.DivergingEpoch.EndOffset >= 0
 			ot.Partitions = append(ot.Partitions, op)
 		}
 		resp.Topics = append(resp.Topics, ot)
 	}
-	return resp, total
+	return resp, total, urgent
 }
 
 func (r *Reader) readPartition(ctx context.Context, t *topics.Topic, version int16, rp kmsg.FetchRequestTopicPartition,

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"sync"
 
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -21,10 +22,11 @@ import (
 // MaxInflightPerConn requests are in flight: the reader blocks beyond that,
 // which pushes back on the client through TCP.
 type conn struct {
-	s    *Server
-	nc   net.Conn
-	host string
-	log  zerolog.Logger
+	s        *Server
+	nc       net.Conn
+	host     string
+	log      zerolog.Logger
+	handlers sync.WaitGroup
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -53,6 +55,8 @@ func (c *conn) serve(parent context.Context) {
 	cancel()
 	close(slots)
 	<-writerDone
+	// The connection owns its handlers: it ends when they have.
+	c.handlers.Wait()
 }
 
 func (c *conn) writeLoop(ctx context.Context, cancel context.CancelFunc, slots <-chan pending) {
@@ -108,13 +112,21 @@ func (c *conn) readLoop(ctx context.Context, slots chan<- pending) {
 				Msg("closing connection: request frame size out of bounds")
 			return
 		}
+		// Decoding allocates a multiple of the frame: take its weight from
+		// the server-wide budget until the request is answered.
+		if err := c.s.inflight.Acquire(ctx, int64(size)); err != nil {
+			return
+		}
+		release := func() { c.s.inflight.Release(int64(size)) }
 		body := make([]byte, size)
 		if _, err := io.ReadFull(r, body); err != nil {
+			release()
 			c.log.Warn().Err(err).Msg("closing connection: truncated request frame")
 			return
 		}
 		req, err := parseRequest(body)
 		if err != nil {
+			release()
 			c.log.Warn().Err(err).Msg("closing connection: malformed request")
 			return
 		}
@@ -122,13 +134,18 @@ func (c *conn) readLoop(ctx context.Context, slots chan<- pending) {
 		select {
 		case slots <- slot:
 		case <-ctx.Done():
+			release()
 			return
 		}
 		if req.earlyResponse != nil {
+			release()
 			slot <- req.earlyResponse
 			continue
 		}
+		c.handlers.Add(1)
 		go func() {
+			defer c.handlers.Done()
+			defer release()
 			slot <- c.handle(ctx, req)
 		}()
 	}

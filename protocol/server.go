@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/rs/zerolog"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/lakegw/lakegw/fetch"
 	"github.com/lakegw/lakegw/protocol/groups"
@@ -29,6 +30,10 @@ type Config struct {
 	MaxInflightPerConn int
 	// ClusterID is reported in Metadata and DescribeCluster.
 	ClusterID string
+	// MaxInflightBytes bounds the request frames being decoded and handled
+	// across all connections: kmsg decoding allocates a multiple of a
+	// frame's size, so this keeps hostile clients from exhausting memory.
+	MaxInflightBytes int64
 }
 
 // Server is the Kafka protocol server.
@@ -46,12 +51,17 @@ type Server struct {
 	mu    sync.Mutex
 	conns map[*conn]struct{}
 	wg    sync.WaitGroup
+
+	inflight *semaphore.Weighted
 }
 
 // NewServer returns a server; call Listen then Serve.
 func NewServer(cfg Config, reg *topics.Registry, reader *fetch.Reader, coord *groups.Coordinator, log zerolog.Logger) *Server {
 	if cfg.MaxRequestBytes <= 0 {
-		cfg.MaxRequestBytes = 100 << 20
+		cfg.MaxRequestBytes = 8 << 20
+	}
+	if cfg.MaxInflightBytes <= 0 {
+		cfg.MaxInflightBytes = 64 << 20
 	}
 	if cfg.MaxInflightPerConn <= 0 {
 		cfg.MaxInflightPerConn = 16
@@ -59,7 +69,8 @@ func NewServer(cfg Config, reg *topics.Registry, reader *fetch.Reader, coord *gr
 	if cfg.ClusterID == "" {
 		cfg.ClusterID = "lakegw"
 	}
-	return &Server{cfg: cfg, reg: reg, reader: reader, groups: coord, log: log, conns: map[*conn]struct{}{}}
+	return &Server{cfg: cfg, reg: reg, reader: reader, groups: coord, log: log, conns: map[*conn]struct{}{},
+		inflight: semaphore.NewWeighted(max(cfg.MaxInflightBytes, int64(cfg.MaxRequestBytes)))}
 }
 
 // Listen binds the listener.
