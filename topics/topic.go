@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/apache/iceberg-go/table"
 	"golang.org/x/sync/singleflight"
@@ -29,7 +30,10 @@ type Topic struct {
 	indexErr error
 
 	changes *changesCache
-	derive  singleflight.Group
+	// lifetime ends when the topic stops being served; derivations run
+	// under it.
+	lifetime context.Context
+	derive   singleflight.Group
 	// plans keeps the plans of the snapshots derived last, so that the
 	// next snapshot is planned from its parent's (nil: no cache).
 	plans *changelog.PlanCache
@@ -79,7 +83,12 @@ func (t *Topic) Changes(ctx context.Context, seg offsets.Segment) (*changelog.Ch
 	if c, ok := t.changes.get(key); ok {
 		return c, nil
 	}
-	v, err, _ := t.derive.Do(fmt.Sprint(seg.SnapshotID, "/", seg.Kind), func() (any, error) {
+	// The derivation belongs to the topic, not to the first fetch that
+	// asked: a client that disconnects (or times out on a large snapshot)
+	// must not cancel it for everyone waiting, nor make it start over.
+	ch := t.derive.DoChan(fmt.Sprint(seg.SnapshotID, "/", seg.Kind), func() (any, error) {
+		ctx, cancel := context.WithTimeout(t.lifetime, deriveTimeout)
+		defer cancel()
 		tbl := t.Table()
 		ref := changelog.SnapshotRef{SnapshotID: seg.SnapshotID, SequenceNumber: seg.SequenceNumber, TimestampMs: seg.TimestampMs}
 		if s := tbl.SnapshotByID(seg.SnapshotID); s != nil && s.Summary != nil {
@@ -100,11 +109,20 @@ func (t *Topic) Changes(ctx context.Context, seg offsets.Segment) (*changelog.Ch
 		t.changes.add(key, c)
 		return c, nil
 	})
-	if err != nil {
-		return nil, err
+	select {
+	case res := <-ch:
+		if res.Err != nil {
+			return nil, res.Err
+		}
+		return res.Val.(*changelog.Changes), nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
-	return v.(*changelog.Changes), nil
 }
+
+// deriveTimeout bounds one derivation, so a stuck read of the lake cannot
+// hold a topic's readers forever.
+const deriveTimeout = 10 * time.Minute
 
 func (t *Topic) deriveOptions() changelog.Options {
 	return changelog.Options{Partitions: t.Config.Partitions, KeyColumns: t.Config.KeyColumns, PlanCache: t.plans}

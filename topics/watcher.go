@@ -146,7 +146,7 @@ func (w *watcher) openTopic(ctx context.Context, tbl *table.Table) error {
 		return err
 	}
 	t := &Topic{Name: w.name, Ident: w.src.ident, Config: cfg, Format: format, Index: idx, changed: make(chan struct{}), changes: w.r.changes,
-		plans: changelog.NewPlanCache(planCachePlans, planCacheFiles)}
+		plans: changelog.NewPlanCache(planCachePlans, planCacheFiles), lifetime: w.ctx}
 	t.tbl.Store(tbl)
 	w.topic = t
 	w.r.publish(t)
