@@ -9,7 +9,7 @@ import (
 
 // fixedOverhead is what the gateway needs besides its caches: the Go
 // runtime, connections, decoding buffers, catalog and state store.
-const fixedOverhead = 192 << 20
+const fixedOverhead = 128 << 20
 
 // setMemoryLimit tells the Go runtime how much memory the gateway is meant
 // to use (its caches plus a fixed overhead), so that the heap is collected
