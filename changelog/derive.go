@@ -16,12 +16,7 @@ import (
 // Unsupported cases are errors, never silently wrong records; an error about
 // a missing file names it and wraps fs.ErrNotExist.
 func Derive(ctx context.Context, tbl *table.Table, snap SnapshotRef, opts Options) (*Changes, error) {
-	meta := tbl.Metadata()
-	s := meta.SnapshotByID(snap.SnapshotID)
-	if s == nil {
-		return nil, fmt.Errorf("snapshot %d is not in the metadata of %s", snap.SnapshotID, tableName(tbl))
-	}
-	c, err := newChanges(tbl, s, snap, opts)
+	s, c, err := snapshotChanges(tbl, snap, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -53,6 +48,20 @@ func Derive(ctx context.Context, tbl *table.Table, snap SnapshotRef, opts Option
 		return nil, err
 	}
 	return c, nil
+}
+
+// snapshotChanges finds snap in the table metadata and returns it with an
+// empty Changes for it.
+func snapshotChanges(tbl *table.Table, snap SnapshotRef, opts Options) (*table.Snapshot, *Changes, error) {
+	s := tbl.Metadata().SnapshotByID(snap.SnapshotID)
+	if s == nil {
+		return nil, nil, fmt.Errorf("snapshot %d is not in the metadata of %s", snap.SnapshotID, tableName(tbl))
+	}
+	c, err := newChanges(tbl, s, snap, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, c, nil
 }
 
 // newChanges returns an empty Changes with the snapshot's header fields,

@@ -13,12 +13,7 @@ import (
 // compacted prefix of a topic whose older snapshots were expired. Rows come
 // by data file path, in file order, so offsets are stable.
 func ReadSnapshot(ctx context.Context, tbl *table.Table, snap SnapshotRef, opts Options) (*Changes, error) {
-	meta := tbl.Metadata()
-	s := meta.SnapshotByID(snap.SnapshotID)
-	if s == nil {
-		return nil, fmt.Errorf("snapshot %d is not in the metadata of %s", snap.SnapshotID, tableName(tbl))
-	}
-	c, err := newChanges(tbl, s, snap, opts)
+	s, c, err := snapshotChanges(tbl, snap, opts)
 	if err != nil {
 		return nil, err
 	}
