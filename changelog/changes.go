@@ -1,6 +1,8 @@
 package changelog
 
 import (
+	"unsafe"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go"
 )
@@ -123,12 +125,14 @@ func (c *Changes) PartitionRecords(p int32) []int32 {
 
 // SizeBytes estimates the memory held, for cache accounting.
 func (c *Changes) SizeBytes() int64 {
-	var n int64 = int64(len(c.Records)) * 20
+	n := int64(cap(c.Records)) * int64(unsafe.Sizeof(Record{}))
 	for _, b := range c.Batches {
 		for _, col := range b.Columns() {
 			for _, buf := range col.Data().Buffers() {
 				if buf != nil {
-					n += int64(buf.Len())
+					// Capacity, not length: builders grow buffers by
+					// doubling, and the heap holds all of it.
+					n += int64(buf.Cap())
 				}
 			}
 		}
