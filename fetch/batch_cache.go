@@ -36,23 +36,27 @@ func newBatchCache(maxBytes int64) *batchCache {
 	return c
 }
 
-func (c *batchCache) get(k batchKey) ([]byte, bool) {
+// appendTo appends the batch named k to dst when it is cached and no larger
+// than room; n is its size whenever it is cached (ok), appended or not. A
+// batch found on disk is read straight into dst and not copied into memory:
+// a sequential re-read of a topic larger than the memory tier would only
+// churn it, and the OS page cache already keeps hot disk pages in memory.
+func (c *batchCache) appendTo(k batchKey, dst []byte, room int) (out []byte, n int, ok bool) {
 	if c.maxBytes > 0 {
 		c.mu.Lock()
 		v, ok := c.lru.Get(k)
 		c.mu.Unlock()
 		if ok {
-			return v, true
+			if len(v) <= room {
+				dst = append(dst, v...)
+			}
+			return dst, len(v), true
 		}
 	}
 	if c.disk == nil {
-		return nil, false
+		return dst, 0, false
 	}
-	v, ok := c.disk.get(k)
-	if ok {
-		c.addMemory(k, v)
-	}
-	return v, ok
+	return c.disk.appendTo(k, dst, room)
 }
 
 // add caches a freshly encoded batch in memory and, written through, on

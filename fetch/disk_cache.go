@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	"github.com/rs/zerolog"
@@ -55,22 +56,28 @@ func newDiskCache(dir string, maxBytes int64, log zerolog.Logger) (*diskCache, e
 	return &diskCache{dir: dir, maxBytes: maxBytes, segBytes: seg, log: log, index: map[batchKey]diskLoc{}}, nil
 }
 
-func (d *diskCache) get(k batchKey) ([]byte, bool) {
+// appendTo reads the batch named k into dst when it is cached and no
+// larger than room (see batchCache.appendTo).
+func (d *diskCache) appendTo(k batchKey, dst []byte, room int) ([]byte, int, bool) {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
 	loc, ok := d.index[k]
 	if !ok || d.disabled {
-		return nil, false
+		return dst, 0, false
 	}
-	buf := make([]byte, loc.n)
+	if loc.n > room {
+		return dst, loc.n, true
+	}
+	at := len(dst)
+	dst = slices.Grow(dst, loc.n)[:at+loc.n]
 	// ReadAt is safe concurrently; the read lock keeps the segment from
 	// being closed by an eviction meanwhile.
-	if _, err := loc.seg.f.ReadAt(buf, loc.off); err != nil {
+	if _, err := loc.seg.f.ReadAt(dst[at:], loc.off); err != nil {
 		d.log.Error().Err(err).Str("file", loc.seg.f.Name()).Msg("batch disk cache read failed; disabling it")
 		go d.disable()
-		return nil, false
+		return dst[:at], 0, false
 	}
-	return buf, true
+	return dst, loc.n, true
 }
 
 func (d *diskCache) add(k batchKey, v []byte) {

@@ -23,12 +23,18 @@ func TestBatchCacheServesFromDiskBeyondMemory(t *testing.T) {
 	for i := range 10 {
 		c.add(key(i), batch(i))
 	}
-	// 10 x 200 KiB = 2 MiB: all on disk, only the last in memory.
+	// 10 x 200 KiB = 2 MiB: all on disk, only the last in memory. Each
+	// read appends after what dst holds.
+	prefix := []byte("before")
 	for i := range 10 {
-		got, ok := c.get(key(i))
-		if !ok || !bytes.Equal(got, batch(i)) {
-			t.Fatalf("batch %d: found %v, right bytes %v", i, ok, bytes.Equal(got, batch(i)))
+		got, n, ok := c.appendTo(key(i), prefix, 1<<20)
+		if !ok || n != 200<<10 || !bytes.Equal(got[:len(prefix)], prefix) || !bytes.Equal(got[len(prefix):], batch(i)) {
+			t.Fatalf("batch %d: found %v, size %d, right bytes %v", i, ok, n, bytes.Equal(got[len(prefix):], batch(i)))
 		}
+	}
+	// A batch larger than the room left is reported, not appended.
+	if got, n, ok := c.appendTo(key(3), prefix, 100<<10); !ok || n != 200<<10 || len(got) != len(prefix) {
+		t.Fatalf("no room: found %v, size %d, appended %d bytes", ok, n, len(got)-len(prefix))
 	}
 	// Past the disk budget the oldest segments go, with their files.
 	for i := 10; i < 40; i++ {
@@ -37,10 +43,10 @@ func TestBatchCacheServesFromDiskBeyondMemory(t *testing.T) {
 	if d.bytes > 4<<20 {
 		t.Fatalf("disk cache holds %d bytes, over its 4 MiB budget", d.bytes)
 	}
-	if _, ok := d.get(key(0)); ok {
+	if _, _, ok := d.appendTo(key(0), nil, 1<<20); ok {
 		t.Fatal("the oldest batch must have been evicted")
 	}
-	if got, ok := d.get(key(39)); !ok || !bytes.Equal(got, batch(39)) {
+	if got, _, ok := d.appendTo(key(39), nil, 1<<20); !ok || !bytes.Equal(got, batch(39)) {
 		t.Fatal("the newest batch must be on disk")
 	}
 	files, _ := os.ReadDir(dir)
@@ -60,7 +66,7 @@ func TestDiskCacheWriteErrorDisablesIt(t *testing.T) {
 	if !d.disabled {
 		t.Fatal("a failed write must disable the disk cache")
 	}
-	if _, ok := d.get(batchKey{baseOffset: 1}); ok {
+	if _, _, ok := d.appendTo(batchKey{baseOffset: 1}, nil, 1<<20); ok {
 		t.Fatal("a disabled cache serves nothing")
 	}
 	d.add(batchKey{baseOffset: 3}, []byte("three")) // must not panic

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/lakegw/lakegw/changelog"
+	"github.com/lakegw/lakegw/offsets"
 	"github.com/lakegw/lakegw/topics"
 )
 
@@ -112,35 +114,54 @@ func (r *Reader) Read(ctx context.Context, t *topics.Topic, p int32, offset int6
 		last := min(first+int64(r.cfg.BatchRecords), seg.Count)
 		base := seg.BaseOffset + first
 		key := batchKey{topic: t.Name, partition: p, epoch: epoch, baseOffset: base, compression: compression}
-		batch, ok := r.cache.get(key)
-		if !ok {
-			c, err := t.Changes(ctx, seg)
+		room := maxBytes - (len(dst) - start)
+		if len(dst) == start {
+			room = math.MaxInt // the first batch goes out whatever its size
+		}
+		var n int
+		var cached bool
+		if dst, n, cached = r.cache.appendTo(key, dst, room); cached {
+			if n > room {
+				return dst, nil
+			}
+		} else {
+			batch, err := r.encodeBatch(ctx, t, seg, p, epoch, compression, base, first, last)
 			if err != nil {
-				return dst, fmt.Errorf("read snapshot %d of %s: %w", seg.SnapshotID, t.Name, err)
+				return dst, err
 			}
-			recs := r.partitionRecords(t.Name, c, p)
-			if int64(len(recs)) != seg.Count {
-				return dst, fmt.Errorf("snapshot %d of %s has %d records in partition %d, the index says %d", seg.SnapshotID, t.Name, len(recs), p, seg.Count)
-			}
-			enc := r.pool.Get().(*batchEncoder)
-			out, err := enc.encode(nil, batchSpec{baseOffset: base, leaderEpoch: epoch, compression: compression,
-				changes: c, format: t.Format, recs: recs[first:last]})
-			r.pool.Put(enc)
-			if err != nil {
-				return dst, fmt.Errorf("encode batch at %d of %s/%d: %w", base, t.Name, p, err)
-			}
-			batch = out
 			r.cache.add(key, batch)
+			if len(batch) > room {
+				return dst, nil
+			}
+			dst = append(dst, batch...)
 		}
-		if len(dst) > start && len(dst)-start+len(batch) > maxBytes {
-			return dst, nil
-		}
-		dst = append(dst, batch...)
 		offset = seg.BaseOffset + last
 		if len(dst)-start >= maxBytes {
 			return dst, nil
 		}
 	}
+}
+
+// encodeBatch derives (or finds derived) the snapshot of seg and encodes
+// its records [first, last) of partition p as one batch at offset base.
+func (r *Reader) encodeBatch(ctx context.Context, t *topics.Topic, seg offsets.Segment, p, epoch int32, compression string,
+	base, first, last int64) ([]byte, error) {
+	c, err := t.Changes(ctx, seg)
+	if err != nil {
+		return nil, fmt.Errorf("read snapshot %d of %s: %w", seg.SnapshotID, t.Name, err)
+	}
+	recs := r.partitionRecords(t.Name, c, p)
+	if int64(len(recs)) != seg.Count {
+		return nil, fmt.Errorf("snapshot %d of %s has %d records in partition %d, the index says %d", seg.SnapshotID, t.Name, len(recs), p, seg.Count)
+	}
+	enc := r.pool.Get().(*batchEncoder)
+	defer r.pool.Put(enc)
+	out, err := enc.encode(nil, batchSpec{baseOffset: base, leaderEpoch: epoch, compression: compression,
+		changes: c, format: t.Format, recs: recs[first:last]})
+	if err != nil {
+		return nil, fmt.Errorf("encode batch at %d of %s/%d: %w", base, t.Name, p, err)
+	}
+	return out, nil
 }
 
 func (r *Reader) partitionRecords(topic string, c *changelog.Changes, p int32) []int32 {

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/lakegw/lakegw/internal/bytepool"
 	"github.com/lakegw/lakegw/offsets"
 	"github.com/lakegw/lakegw/topics"
 )
@@ -19,7 +20,12 @@ const maxWaitCap = 5 * time.Minute
 // Serve answers a Fetch request: it reads what is there and, while fewer
 // than MinBytes are available, waits up to MaxWait for new snapshots of the
 // requested topics (woken by the topics' change channels, no polling).
-func (r *Reader) Serve(ctx context.Context, reg *topics.Registry, req *kmsg.FetchRequest) *kmsg.FetchResponse {
+//
+// The response's record batches live in a pooled buffer: call release once
+// the response is encoded and no longer used.
+func (r *Reader) Serve(ctx context.Context, reg *topics.Registry, req *kmsg.FetchRequest) (resp *kmsg.FetchResponse, release func()) {
+	arena := bytepool.Get(arenaHint(req))
+	done := func() { bytepool.Put(arena) }
 	wait := min(time.Duration(max(req.MaxWaitMillis, 0))*time.Millisecond, maxWaitCap)
 	deadline := time.Now().Add(wait)
 	for {
@@ -33,17 +39,43 @@ func (r *Reader) Serve(ctx context.Context, reg *topics.Registry, req *kmsg.Fetc
 				wake = append(wake, t.Changed())
 			}
 		}
-		resp, total, urgent := r.readAll(ctx, reg, req)
+		// Each pass reads afresh into the same buffer: a response not sent
+		// is dropped whole.
+		var total int
+		var urgent bool
+		resp, arena, total, urgent = r.readAll(ctx, reg, req, arena[:0])
 		remaining := time.Until(deadline)
 		// An error or a diverging epoch is answered at once, as Kafka does:
 		// the consumer has to act on it, not wait for data.
 		if urgent || total >= int(req.MinBytes) || remaining <= 0 || ctx.Err() != nil || len(wake) == 0 {
-			return resp
+			return resp, done
 		}
 		if !waitAny(ctx, wake, remaining) {
-			return resp
+			return resp, done
 		}
 	}
+}
+
+// arenaHint is the buffer size a response to req most likely needs: the
+// sum of its partitions' byte limits, within the request's own limit. Past
+// 16 MiB the buffer grows as batches come, rather than hold memory up front
+// for partitions that may have nothing new.
+func arenaHint(req *kmsg.FetchRequest) int {
+	limit := int(req.MaxBytes)
+	if req.Version < 3 || limit <= 0 || limit > maxFetchBytes {
+		limit = maxFetchBytes
+	}
+	limit = min(limit, 16<<20)
+	n := 0
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			n += int(max(p.PartitionMaxBytes, 0))
+			if n >= limit {
+				return limit
+			}
+		}
+	}
+	return n
 }
 
 // waitAny blocks until one channel closes (true), or the timeout or ctx
@@ -89,7 +121,10 @@ func waitAny(ctx context.Context, chans []<-chan struct{}, timeout time.Duration
 // fetch.max.bytes does.
 const maxFetchBytes = 55 << 20
 
-func (r *Reader) readAll(ctx context.Context, reg *topics.Registry, req *kmsg.FetchRequest) (resp *kmsg.FetchResponse, total int, urgent bool) {
+// readAll reads every requested partition, appending their batches to
+// arena (the partitions' RecordBatches are slices of it).
+func (r *Reader) readAll(ctx context.Context, reg *topics.Registry, req *kmsg.FetchRequest, arena []byte) (
+	resp *kmsg.FetchResponse, _ []byte, total int, urgent bool) {
 	resp = req.ResponseKind().(*kmsg.FetchResponse)
 	// No fetch sessions: session id 0 tells clients to send full requests.
 	resp.SessionID = 0
@@ -113,18 +148,20 @@ func (r *Reader) readAll(ctx context.Context, reg *topics.Registry, req *kmsg.Fe
 				ot.Partitions = append(ot.Partitions, op)
 				continue
 			}
-			r.readPartition(ctx, t, req.Version, rp, maxBytes-total, total == 0, &op)
+			arena = r.readPartition(ctx, t, req.Version, rp, maxBytes-total, total == 0, &op, arena)
 			total += len(op.RecordBatches)
 			urgent = urgent || op.ErrorCode != 0 || op.DivergingEpoch.EndOffset >= 0
 			ot.Partitions = append(ot.Partitions, op)
 		}
 		resp.Topics = append(resp.Topics, ot)
 	}
-	return resp, total, urgent
+	return resp, arena, total, urgent
 }
 
+// readPartition fills op, appending its record batches to arena; it
+// returns arena.
 func (r *Reader) readPartition(ctx context.Context, t *topics.Topic, version int16, rp kmsg.FetchRequestTopicPartition,
-	budget int, first bool, op *kmsg.FetchResponseTopicPartition) {
+	budget int, first bool, op *kmsg.FetchResponseTopicPartition, arena []byte) []byte {
 	idx := t.Index
 	p := rp.Partition
 	hw := idx.HighWatermark(p)
@@ -133,10 +170,10 @@ func (r *Reader) readPartition(ctx context.Context, t *topics.Topic, version int
 		switch epoch := idx.LeaderEpoch(); {
 		case rp.CurrentLeaderEpoch < epoch:
 			op.ErrorCode = kerr.FencedLeaderEpoch.Code
-			return
+			return arena
 		case rp.CurrentLeaderEpoch > epoch:
 			op.ErrorCode = kerr.UnknownLeaderEpoch.Code
-			return
+			return arena
 		}
 	}
 	if version >= 12 && rp.LastFetchedEpoch >= 0 {
@@ -146,7 +183,7 @@ func (r *Reader) readPartition(ctx context.Context, t *topics.Topic, version int
 		// that do not follow the ones it has.
 		if epoch, end, ok := idx.EpochEnd(p, rp.LastFetchedEpoch); ok && (epoch < rp.LastFetchedEpoch || end < rp.FetchOffset) {
 			op.DivergingEpoch.Epoch, op.DivergingEpoch.EndOffset = epoch, end
-			return
+			return arena
 		}
 		// A compacted prefix rewrote the offsets below it under a newer
 		// epoch: a consumer that read them before cannot continue in the
@@ -154,7 +191,7 @@ func (r *Reader) readPartition(ctx context.Context, t *topics.Topic, version int
 		if seg, ok := idx.Locate(p, rp.FetchOffset); ok && seg.Kind == offsets.KindCompactedPrefix &&
 			rp.LastFetchedEpoch < idx.LeaderEpoch() && rp.FetchOffset > seg.BaseOffset {
 			op.DivergingEpoch.Epoch, op.DivergingEpoch.EndOffset = rp.LastFetchedEpoch, seg.BaseOffset
-			return
+			return arena
 		}
 	}
 	if rp.FetchOffset == hw {
@@ -163,21 +200,25 @@ func (r *Reader) readPartition(ctx context.Context, t *topics.Topic, version int
 			// rather than let the consumer wait forever in silence.
 			op.ErrorCode = kerr.KafkaStorageError.Code
 		}
-		return
+		return arena
 	}
 	limit := int(rp.PartitionMaxBytes)
 	if limit <= 0 || limit > budget {
 		limit = budget
 	}
 	if limit <= 0 && !first {
-		return
+		return arena
 	}
 	compression := t.Config.Compression
 	if compression == "zstd" && version < 10 {
 		// zstd needs Fetch v10+: older clients cannot decode it.
 		compression = "none"
 	}
-	batches, err := r.Read(ctx, t, p, rp.FetchOffset, max(limit, 1), compression, nil)
+	at := len(arena)
+	arena, err := r.Read(ctx, t, p, rp.FetchOffset, max(limit, 1), compression, arena)
+	// The full slice expression keeps a later partition's append from
+	// writing into this one's bytes.
+	batches := arena[at:len(arena):len(arena)]
 	switch {
 	case errors.Is(err, ErrOffsetOutOfRange):
 		op.ErrorCode = kerr.OffsetOutOfRange.Code
@@ -192,8 +233,7 @@ func (r *Reader) readPartition(ctx context.Context, t *topics.Topic, version int
 			op.RecordBatches = batches
 		}
 	default:
-		if batches != nil {
-			op.RecordBatches = batches
-		}
+		op.RecordBatches = batches
 	}
+	return arena
 }

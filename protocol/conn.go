@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/lakegw/lakegw/internal/bytepool"
 	"github.com/lakegw/lakegw/protocol/groups"
 )
 
@@ -34,9 +35,16 @@ func newConn(s *Server, nc net.Conn) *conn {
 	return &conn{s: s, nc: nc, host: host, log: s.log.With().Str("client", nc.RemoteAddr().String()).Logger()}
 }
 
-// pending is the response slot of one request; nil bytes close the
-// connection once the responses before it are written.
-type pending chan []byte
+// frame is one framed response. pooled frames go back to bytepool once
+// written.
+type frame struct {
+	b      []byte
+	pooled bool
+}
+
+// pending is the response slot of one request; a frame with nil bytes
+// closes the connection once the responses before it are written.
+type pending chan frame
 
 func (c *conn) serve(parent context.Context) {
 	ctx, cancel := context.WithCancel(parent)
@@ -67,20 +75,25 @@ func (c *conn) writeLoop(ctx context.Context, cancel context.CancelFunc, slots <
 		c.nc.Close()
 	}
 	for slot := range slots {
-		var resp []byte
+		var resp frame
 		select {
 		case resp = <-slot:
 		case <-ctx.Done():
 			return
 		}
-		if resp == nil {
+		if resp.b == nil {
 			// The handler asked to close: flush what came before first.
 			_ = w.Flush()
 			cancel()
 			c.nc.Close()
 			return
 		}
-		if _, err := w.Write(resp); err != nil {
+		_, err := w.Write(resp.b)
+		if resp.pooled {
+			// bufio has copied or written it: nothing refers to it now.
+			bytepool.Put(resp.b)
+		}
+		if err != nil {
 			fail(err)
 			return
 		}
@@ -139,7 +152,7 @@ func (c *conn) readLoop(ctx context.Context, slots chan<- pending) {
 		}
 		if req.earlyResponse != nil {
 			release()
-			slot <- req.earlyResponse
+			slot <- frame{b: req.earlyResponse}
 			continue
 		}
 		c.handlers.Add(1)
@@ -151,20 +164,20 @@ func (c *conn) readLoop(ctx context.Context, slots chan<- pending) {
 	}
 }
 
-// handle runs one request's handler and frames its response; nil closes
-// the connection.
-func (c *conn) handle(ctx context.Context, req *request) (out []byte) {
+// handle runs one request's handler and frames its response; a nil frame
+// closes the connection.
+func (c *conn) handle(ctx context.Context, req *request) (out frame) {
 	defer func() {
 		// A handler bug must not take the gateway down with it.
 		if p := recover(); p != nil {
 			c.log.Error().Interface("panic", p).Int16("api_key", req.msg.Key()).Msg("handler panicked; closing connection")
-			out = nil
+			out = frame{}
 		}
 	}()
 	h, ok := handlers[req.msg.Key()]
 	if !ok {
 		c.log.Warn().Int16("api_key", req.msg.Key()).Msg("closing connection: unsupported API key")
-		return nil
+		return frame{}
 	}
 	// The group coordinator names members after the client id and host.
 	ctx = groups.WithClient(ctx, req.clientID, c.host)
@@ -173,20 +186,28 @@ func (c *conn) handle(ctx context.Context, req *request) (out []byte) {
 		if ctx.Err() == nil {
 			c.log.Warn().Err(err).Int16("api_key", req.msg.Key()).Int16("version", req.msg.GetVersion()).Msg("closing connection")
 		}
-		return nil
+		return frame{}
 	}
 	if resp == nil {
-		return noResponse
+		return frame{b: noResponse}
 	}
-	return frameResponse(req, resp)
+	if br, ok := resp.(*bufferedResponse); ok {
+		// Large answers are framed in a pooled buffer, and the buffer
+		// their record batches were read into goes back at once.
+		b := frameResponse(req, br.Response, bytepool.Get(br.size))
+		br.release()
+		return frame{b: b, pooled: true}
+	}
+	return frame{b: frameResponse(req, resp, make([]byte, 0, 256))}
 }
 
 // noResponse marks a request answered by silence.
 var noResponse = []byte{}
 
-func frameResponse(req *request, resp kmsg.Response) []byte {
+// frameResponse appends resp, framed with its size and header, to buf.
+func frameResponse(req *request, resp kmsg.Response, buf []byte) []byte {
 	resp.SetVersion(req.msg.GetVersion())
-	buf := make([]byte, 8, 256)
+	buf = append(buf[:0], 0, 0, 0, 0, 0, 0, 0, 0)
 	binary.BigEndian.PutUint32(buf[4:], uint32(req.correlationID))
 	// The ApiVersions response header is always v0 (no tagged fields), so
 	// that a client can read it before knowing which versions we speak.

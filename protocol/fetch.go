@@ -17,5 +17,13 @@ import (
 func init() { register(kmsg.Fetch, 4, 12, handleFetch) }
 
 func handleFetch(ctx context.Context, c *conn, req *kmsg.FetchRequest) (kmsg.Response, error) {
-	return c.s.reader.Serve(ctx, c.s.reg, req), nil
+	resp, release := c.s.reader.Serve(ctx, c.s.reg, req)
+	size := 1024
+	for _, t := range resp.Topics {
+		size += len(t.Topic) + 64*len(t.Partitions)
+		for _, p := range t.Partitions {
+			size += len(p.RecordBatches)
+		}
+	}
+	return &bufferedResponse{Response: resp, release: release, size: size}, nil
 }
