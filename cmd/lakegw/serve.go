@@ -76,6 +76,7 @@ func cmdServe(ctx context.Context, args []string, demo bool) error {
 	partitions := fs.Int("partitions", 1, "default partitions per topic (records spread by key hash)")
 	demoEvery := fs.Duration("demo-interval", time.Second, "quickstart only: how often the demo table commits")
 	compactEvery := fs.Duration("compact-interval", 30*time.Second, "how often served lakegw LSM tables are compacted in the background (0: never)")
+	debugListen := fs.String("debug-listen", "", "host:port serving Go profiles at /debug/pprof/ (default: off)")
 	if err := parseConfig(fs, args); err != nil {
 		return err
 	}
@@ -148,17 +149,23 @@ func cmdServe(ctx context.Context, args []string, demo bool) error {
 			return runCompactor(ctx, cat, reg, *compactEvery, log.With().Str("component", "compactor").Logger())
 		}
 	}
-	return runAll(ctx, log, reg, srv, demoWriter, *demoEvery, compactor)
+	var debug func(context.Context) error
+	if *debugListen != "" {
+		debug = func(ctx context.Context) error {
+			return runDebugListener(ctx, *debugListen, log.With().Str("component", "debug").Logger())
+		}
+	}
+	return runAll(ctx, log, reg, srv, demoWriter, *demoEvery, compactor, debug)
 }
 
 // runAll runs the registry, the server, the demo writer and the compactor until ctx ends
 // or one of them fails, then stops the others and waits for them.
 func runAll(parent context.Context, log zerolog.Logger, reg *topics.Registry, srv *protocol.Server, demo *quickstart.Demo, demoEvery time.Duration,
-	compactor func(context.Context) error) error {
+	compactor, debug func(context.Context) error) error {
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	var wg sync.WaitGroup
-	errs := make(chan error, 4)
+	errs := make(chan error, 5)
 	goRun := func(name string, fn func(context.Context) error) {
 		wg.Add(1)
 		go func() {
@@ -183,6 +190,9 @@ func runAll(parent context.Context, log zerolog.Logger, reg *topics.Registry, sr
 	}
 	if compactor != nil {
 		goRun("compactor", compactor)
+	}
+	if debug != nil {
+		goRun("debug listener", debug)
 	}
 	<-ctx.Done()
 	wg.Wait()

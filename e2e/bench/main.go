@@ -58,6 +58,7 @@ type config struct {
 	verbose       bool
 	tableProps    iceberg.Properties
 	gatewayEnv    []string
+	profile       string
 }
 
 func main() {
@@ -77,6 +78,7 @@ func main() {
 	flag.StringVar(&c.lakegwBin, "lakegw", "", "lakegw binary (default: go build ./cmd/lakegw into the work directory)")
 	flag.StringVar(&c.kafkaScript, "kafka-script", "", "kafka.sh (default: e2e/bench/kafka/kafka.sh of this module)")
 	flag.BoolVar(&c.verbose, "v", false, "echo the Kafka broker's log")
+	flag.StringVar(&c.profile, "profile", "", "directory for CPU profiles of lakegw during extra, unmeasured cold and warm passes (default: none)")
 	flag.Func("gateway-env", "extra environment variable KEY=VALUE of the lakegw processes (repeatable), e.g. GOMEMLIMIT=400MiB", func(s string) error {
 		if !strings.Contains(s, "=") {
 			return fmt.Errorf("want KEY=VALUE")
@@ -277,6 +279,20 @@ func run(ctx context.Context, c config) (err error) {
 		r.addRep("floor", rep, fl, 0)
 		logf("rep %d: kafka %.0f rec/s, lakegw cold %.0f, warm %.0f, parquet floor %.0f", rep+1,
 			kr.recsPerSec(), cold.recsPerSec(), warm.recsPerSec(), fl.recsPerSec())
+	}
+
+	if c.profile != "" {
+		g.stop()
+		g = nil
+		if err := profilePasses(ctx, gw, c.profile, total, r.median("cold").res.Elapsed, r.median("warm").res.Elapsed); err != nil {
+			return err
+		}
+		if g, err = startGateway(ctx, gw); err != nil {
+			return err
+		}
+		if _, err := consume(ctx, g.addr, mainTopic, 0, total, nil); err != nil {
+			return err
+		}
 	}
 
 	// 4. Fan-out: n consumers of the same range at once, on the warm

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// profilePasses repeats the cold and warm passes, unmeasured, on a new
+// gateway started with --debug-listen, and saves a CPU profile of each to
+// dir (cold.pprof, warm.pprof): the profile of the server as the benchmark
+// drives it, network and client included, for `go tool pprof`. Each profile
+// lasts as long as its measured pass took, plus a second.
+func profilePasses(ctx context.Context, gw gatewayOpts, dir string, total int64, cold, warm time.Duration) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	debugAddr, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	gw.extra = append(gw.extra, "--debug-listen", debugAddr)
+	g, err := startGateway(ctx, gw)
+	if err != nil {
+		return err
+	}
+	defer g.stop()
+	for _, pass := range []struct {
+		name string
+		took time.Duration
+	}{{"cold", cold}, {"warm", warm}} {
+		secs := int(math.Ceil(pass.took.Seconds())) + 1
+		got := make(chan error, 1)
+		path := filepath.Join(dir, pass.name+".pprof")
+		go func() { got <- saveProfile(ctx, debugAddr, secs, path) }()
+		if _, err := consume(ctx, g.addr, mainTopic, 0, total, nil); err != nil {
+			return fmt.Errorf("%s pass: %w", pass.name, err)
+		}
+		if err := <-got; err != nil {
+			return fmt.Errorf("%s profile: %w", pass.name, err)
+		}
+		logf("saved a %d s CPU profile of the %s pass: go tool pprof %s", secs, pass.name, path)
+	}
+	// What the warm gateway holds: go tool pprof -sample_index inuse_space.
+	path := filepath.Join(dir, "heap.pprof")
+	if err := saveURL(ctx, fmt.Sprintf("http://%s/debug/pprof/heap", debugAddr), path); err != nil {
+		return fmt.Errorf("heap profile: %w", err)
+	}
+	logf("saved the heap profile after the warm pass: go tool pprof %s", path)
+	return nil
+}
+
+func saveProfile(ctx context.Context, addr string, secs int, path string) error {
+	return saveURL(ctx, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, secs), path)
+}
+
+func saveURL(ctx context.Context, url, path string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
