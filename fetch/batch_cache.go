@@ -1,6 +1,7 @@
 package fetch
 
 import (
+	"bytes"
 	"sync"
 
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -59,19 +60,17 @@ func (c *batchCache) appendTo(k batchKey, dst []byte, room int) (out []byte, n i
 	return c.disk.appendTo(k, dst, room)
 }
 
-// add caches a freshly encoded batch in memory and, written through, on
-// disk.
-func (c *batchCache) add(k batchKey, v []byte) {
+// add caches a freshly encoded batch on disk and in memory, and reports
+// whether the disk tier has it. It keeps no reference to v: the memory
+// tier holds a copy, so that v can be a reused buffer.
+func (c *batchCache) add(k batchKey, v []byte) (onDisk bool) {
 	if c.disk != nil {
-		c.disk.add(k, v)
+		onDisk = c.disk.add(k, v)
 	}
-	c.addMemory(k, v)
-}
-
-func (c *batchCache) addMemory(k batchKey, v []byte) {
 	if c.maxBytes <= 0 || int64(len(v)) > c.maxBytes/4 {
-		return
+		return onDisk
 	}
+	v = bytes.Clone(v)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if old, ok := c.lru.Peek(k); ok {
@@ -84,4 +83,5 @@ func (c *batchCache) addMemory(k batchKey, v []byte) {
 			break
 		}
 	}
+	return onDisk
 }

@@ -80,14 +80,16 @@ func (d *diskCache) appendTo(k batchKey, dst []byte, room int) ([]byte, int, boo
 	return dst, loc.n, true
 }
 
-func (d *diskCache) add(k batchKey, v []byte) {
+// add writes v to the current segment and reports whether the cache holds
+// k afterwards.
+func (d *diskCache) add(k batchKey, v []byte) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.disabled || int64(len(v)) > d.segBytes {
-		return
+		return false
 	}
 	if _, ok := d.index[k]; ok {
-		return
+		return true
 	}
 	cur := d.current()
 	if cur == nil || cur.size+int64(len(v)) > d.segBytes {
@@ -95,14 +97,14 @@ func (d *diskCache) add(k batchKey, v []byte) {
 		if cur, err = d.rotate(); err != nil {
 			d.log.Error().Err(err).Msg("batch disk cache cannot create a segment; disabling it")
 			d.disableLocked()
-			return
+			return false
 		}
 	}
 	if _, err := cur.f.WriteAt(v, cur.size); err != nil {
 		// A full disk must not fail fetches: serve from memory only.
 		d.log.Error().Err(err).Str("file", cur.f.Name()).Msg("batch disk cache write failed; disabling it")
 		d.disableLocked()
-		return
+		return false
 	}
 	d.index[k] = diskLoc{seg: cur, off: cur.size, n: len(v)}
 	cur.keys = append(cur.keys, k)
@@ -111,6 +113,8 @@ func (d *diskCache) add(k batchKey, v []byte) {
 	for d.bytes > d.maxBytes && len(d.segs) > 1 {
 		d.dropOldest()
 	}
+	_, kept := d.index[k]
+	return kept
 }
 
 func (d *diskCache) current() *diskSegment {

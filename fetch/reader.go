@@ -5,13 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/rs/zerolog"
 
 	"github.com/lakegw/lakegw/changelog"
+	"github.com/lakegw/lakegw/internal/bytepool"
 	"github.com/lakegw/lakegw/offsets"
 	"github.com/lakegw/lakegw/topics"
 )
@@ -42,7 +45,9 @@ type Reader struct {
 	cfg   Config
 	cache *batchCache
 	log   zerolog.Logger
-	pool  sync.Pool
+	// encoders is a free list of batch encoders.
+	encoders      chan *batchEncoder
+	lastBatchSize atomic.Int64
 	// partRecs caches the record indexes of one partition of one snapshot
 	// (multi-partition topics only).
 	partRecs *lru.Cache[partRecsKey, []int32]
@@ -67,7 +72,7 @@ func NewReader(cfg Config, log zerolog.Logger) (*Reader, error) {
 	}
 	pr, _ := lru.New[partRecsKey, []int32](256)
 	r := &Reader{cfg: cfg, cache: newBatchCache(cfg.CacheBytes), log: log, partRecs: pr}
-	r.pool.New = func() any { return new(batchEncoder) }
+	r.encoders = make(chan *batchEncoder, 2*runtime.GOMAXPROCS(0))
 	if cfg.DiskCacheDir != "" && cfg.DiskCacheBytes > 0 {
 		d, err := newDiskCache(cfg.DiskCacheDir, cfg.DiskCacheBytes, log)
 		if err != nil {
@@ -125,15 +130,29 @@ func (r *Reader) Read(ctx context.Context, t *topics.Topic, p int32, offset int6
 				return dst, nil
 			}
 		} else {
-			batch, err := r.encodeBatch(ctx, t, seg, p, epoch, compression, base, first, last)
+			// Encode into a reused buffer: the tiers keep copies of
+			// their own, and the answer gets its bytes from it.
+			scratch := bytepool.Get(r.batchSizeHint())
+			batch, err := r.encodeBatch(ctx, t, seg, p, epoch, compression, base, first, last, scratch)
 			if err != nil {
+				bytepool.Put(scratch)
 				return dst, err
 			}
-			r.cache.add(key, batch)
-			if len(batch) > room {
+			r.lastBatchSize.Store(int64(len(batch)))
+			if r.cache.add(key, batch) && last == seg.Count {
+				// The snapshot's last batch: all of it is on disk now,
+				// and the memory its derivation holds is better spent
+				// deriving the next one.
+				t.EncodedAll(seg)
+			}
+			fits := len(batch) <= room
+			if fits {
+				dst = append(dst, batch...)
+			}
+			bytepool.Put(batch)
+			if !fits {
 				return dst, nil
 			}
-			dst = append(dst, batch...)
 		}
 		offset = seg.BaseOffset + last
 		if len(dst)-start >= maxBytes {
@@ -145,7 +164,7 @@ func (r *Reader) Read(ctx context.Context, t *topics.Topic, p int32, offset int6
 // encodeBatch derives (or finds derived) the snapshot of seg and encodes
 // its records [first, last) of partition p as one batch at offset base.
 func (r *Reader) encodeBatch(ctx context.Context, t *topics.Topic, seg offsets.Segment, p, epoch int32, compression string,
-	base, first, last int64) ([]byte, error) {
+	base, first, last int64, dst []byte) ([]byte, error) {
 	c, err := t.Changes(ctx, seg)
 	if err != nil {
 		return nil, fmt.Errorf("read snapshot %d of %s: %w", seg.SnapshotID, t.Name, err)
@@ -154,14 +173,41 @@ func (r *Reader) encodeBatch(ctx context.Context, t *topics.Topic, seg offsets.S
 	if int64(len(recs)) != seg.Count {
 		return nil, fmt.Errorf("snapshot %d of %s has %d records in partition %d, the index says %d", seg.SnapshotID, t.Name, len(recs), p, seg.Count)
 	}
-	enc := r.pool.Get().(*batchEncoder)
-	defer r.pool.Put(enc)
-	out, err := enc.encode(nil, batchSpec{baseOffset: base, leaderEpoch: epoch, compression: compression,
+	enc := r.getEncoder()
+	defer r.putEncoder(enc)
+	out, err := enc.encode(dst, batchSpec{baseOffset: base, leaderEpoch: epoch, compression: compression,
 		changes: c, format: t.Format, recs: recs[first:last]})
 	if err != nil {
 		return nil, fmt.Errorf("encode batch at %d of %s/%d: %w", base, t.Name, p, err)
 	}
 	return out, nil
+}
+
+// getEncoder takes an idle encoder, or makes one. Encoders are kept in a
+// bounded free list rather than a sync.Pool: their buffers grow to a
+// batch's size, and a sync.Pool drops them at every collection, which on
+// the cold path (one collection every few hundred MB allocated) meant
+// growing them again for most batches.
+func (r *Reader) getEncoder() *batchEncoder {
+	select {
+	case e := <-r.encoders:
+		return e
+	default:
+		return new(batchEncoder)
+	}
+}
+
+func (r *Reader) putEncoder(e *batchEncoder) {
+	select {
+	case r.encoders <- e:
+	default: // the list is full: let this one go
+	}
+}
+
+// batchSizeHint is the size the next encoded batch most likely has: the
+// last one's, with room to spare.
+func (r *Reader) batchSizeHint() int {
+	return int(r.lastBatchSize.Load()) * 5 / 4
 }
 
 func (r *Reader) partitionRecords(topic string, c *changelog.Changes, p int32) []int32 {

@@ -82,16 +82,30 @@ type batchSpec struct {
 }
 
 // encode appends the complete batch (header, CRC, possibly compressed
-// records) to dst.
+// records) to dst. Uncompressed records are written straight into dst.
 func (e *batchEncoder) encode(dst []byte, s batchSpec) ([]byte, error) {
 	c := s.changes
 	ts := c.TimestampMs
-	e.records = e.records[:0]
+	compress := s.compression != "" && s.compression != "none"
+	var comp kgo.Compressor
+	if compress {
+		var ok bool
+		if comp, ok = compressors[s.compression]; !ok {
+			return dst, fmt.Errorf("unknown compression %q", s.compression)
+		}
+	}
 	snapID := strconv.AppendInt(e.num[:0], c.SnapshotID, 10)
 	seqStart := len(snapID)
 	seq := strconv.AppendInt(snapID, c.SequenceNumber, 10)
 	e.num = seq
 	snapID, seq = seq[:seqStart], seq[seqStart:]
+
+	start := len(dst)
+	dst = append(dst, zeroHeader[:]...)
+	records := dst
+	if compress {
+		records = e.records[:0]
+	}
 	for i, ri := range s.recs {
 		r := &c.Records[ri]
 		var hasKey, hasValue bool
@@ -108,31 +122,28 @@ func (e *batchEncoder) encode(dst []byte, s batchSpec) ([]byte, error) {
 		b = appendHeader(b, HeaderSequenceNumber, seq)
 		b = appendHeaderString(b, HeaderOp, r.Op.Header())
 		e.rec = b
-		e.records = binary.AppendVarint(e.records, int64(len(b)))
-		e.records = append(e.records, b...)
+		records = binary.AppendVarint(records, int64(len(b)))
+		records = append(records, b...)
 	}
 
 	attrs := int16(0)
-	payload := e.records
-	if s.compression != "" && s.compression != "none" {
-		comp, ok := compressors[s.compression]
-		if !ok {
-			return dst, fmt.Errorf("unknown compression %q", s.compression)
-		}
+	if compress {
+		e.records = records
+		payload := records
 		e.comp.Reset()
-		out, codec := comp.Compress(&e.comp, e.records)
-		if codec != kgo.CodecNone {
+		if out, codec := comp.Compress(&e.comp, records); codec != kgo.CodecNone {
 			attrs = int16(codec)
 			payload = out
 		}
+		dst = append(dst, payload...)
+	} else {
+		dst = records
 	}
 
-	start := len(dst)
-	dst = append(dst, make([]byte, batchHeaderLen)...)
 	h := dst[start:]
 	n := int32(len(s.recs))
 	binary.BigEndian.PutUint64(h[0:], uint64(s.baseOffset))
-	binary.BigEndian.PutUint32(h[offLength:], uint32(batchHeaderLen-12+len(payload)))
+	binary.BigEndian.PutUint32(h[offLength:], uint32(len(h)-12))
 	binary.BigEndian.PutUint32(h[offLeaderEpoch:], uint32(s.leaderEpoch))
 	h[offMagic] = 2
 	binary.BigEndian.PutUint16(h[offAttributes:], uint16(attrs))
@@ -143,11 +154,12 @@ func (e *batchEncoder) encode(dst []byte, s batchSpec) ([]byte, error) {
 	binary.BigEndian.PutUint16(h[offProducerEpoch:], ^uint16(0))
 	binary.BigEndian.PutUint32(h[offBaseSequence:], ^uint32(0))
 	binary.BigEndian.PutUint32(h[offRecordCount:], uint32(n))
-	dst = append(dst, payload...)
-	crc := crc32cOf(dst[start+offAttributes:])
-	binary.BigEndian.PutUint32(dst[start+offCRC:], crc)
+	binary.BigEndian.PutUint32(h[offCRC:], crc32cOf(h[offAttributes:]))
 	return dst, nil
 }
+
+// zeroHeader reserves a batch header, filled once the records are in.
+var zeroHeader [batchHeaderLen]byte
 
 func appendBytesField(b, v []byte, present bool) []byte {
 	if !present {

@@ -56,3 +56,10 @@ func (c *changesCache) add(k changesKey, v *changelog.Changes) {
 		c.lru.RemoveOldest()
 	}
 }
+
+// remove drops k, if cached.
+func (c *changesCache) remove(k changesKey) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.lru.Remove(k)
+}

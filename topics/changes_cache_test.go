@@ -31,4 +31,10 @@ func TestChangesCacheIsBoundedByBytes(t *testing.T) {
 	if _, ok := c.get(big); ok || c.bytes != changesOf(1).SizeBytes() {
 		t.Fatalf("the big entry must go when a newer one comes: bytes %d", c.bytes)
 	}
+	// A snapshot whose batches are all encoded is dropped at once, and
+	// its bytes with it.
+	c.remove(a)
+	if _, ok := c.get(a); ok || c.bytes != 0 {
+		t.Fatalf("removed entry: found %v, bytes %d", ok, c.bytes)
+	}
 }

@@ -78,6 +78,16 @@ func (t *Topic) setIndexError(err error) {
 
 // Changes returns the records of an indexed segment, deriving them at most
 // once at a time and keeping the most recent in a bounded cache.
+// EncodedAll tells the topic that every record of seg is encoded and kept
+// in a batch cache: its derived changes need not stay in memory for later
+// batches. Only single-partition topics drop them; the other partitions of
+// a snapshot may not have been read yet.
+func (t *Topic) EncodedAll(seg offsets.Segment) {
+	if t.Index.Partitions() == 1 {
+		t.changes.remove(changesKey{t.Name, seg.SnapshotID, seg.Kind})
+	}
+}
+
 func (t *Topic) Changes(ctx context.Context, seg offsets.Segment) (*changelog.Changes, error) {
 	key := changesKey{t.Name, seg.SnapshotID, seg.Kind}
 	if c, ok := t.changes.get(key); ok {

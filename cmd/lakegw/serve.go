@@ -67,7 +67,7 @@ func cmdServe(ctx context.Context, args []string, demo bool) error {
 	pollInterval := fs.Duration("poll-interval", 200*time.Millisecond, "how often tables are checked for new snapshots")
 	listInterval := fs.Duration("list-interval", time.Second, "how often the catalog is listed for new tables")
 	maxRequest := fs.Int("max-request-bytes", 8<<20, "largest request frame accepted; larger ones close the connection (topics are read-only: no request needs more)")
-	cacheBytes := fs.Int64("cache-bytes", 256<<20, "memory for encoded record batches shared by all consumers")
+	cacheBytes := fs.Int64("cache-bytes", 64<<20, "memory for the newest encoded record batches, shared by all consumers (older ones are read from --disk-cache-bytes through the page cache)")
 	diskCacheBytes := fs.Int64("disk-cache-bytes", 10<<30, "local disk for encoded record batches beyond --cache-bytes, served from the OS page cache (0: off)")
 	changesBytes := fs.Int64("changes-cache-bytes", 128<<20, "memory for derived snapshots being read (one larger snapshot may exceed it)")
 	batchRecords := fs.Int("batch-records", 1000, "records per record batch (keep equal on every gateway of a table)")

@@ -59,6 +59,7 @@ type config struct {
 	tableProps    iceberg.Properties
 	gatewayEnv    []string
 	profile       string
+	java          bool
 }
 
 func main() {
@@ -66,7 +67,7 @@ func main() {
 	var fanout string
 	flag.Int64Var(&c.records, "records", 200_000, "change records in the benchmark table (approximately: rounded to whole snapshots)")
 	flag.IntVar(&c.snapRecords, "snapshot-records", 0, "change records per snapshot (default records/10, at most 250000)")
-	flag.Int64Var(&c.cacheBytes, "cache-bytes", 256<<20, "lakegw --cache-bytes")
+	flag.Int64Var(&c.cacheBytes, "cache-bytes", 64<<20, "lakegw --cache-bytes (its default)")
 	flag.Int64Var(&c.changesBytes, "changes-cache-bytes", 128<<20, "lakegw --changes-cache-bytes")
 	flag.IntVar(&c.reps, "reps", 3, "repetitions of the Kafka / cold / warm consume passes (medians are reported)")
 	flag.StringVar(&fanout, "fanout", "1,10,100", "concurrent consumer counts")
@@ -78,6 +79,7 @@ func main() {
 	flag.StringVar(&c.lakegwBin, "lakegw", "", "lakegw binary (default: go build ./cmd/lakegw into the work directory)")
 	flag.StringVar(&c.kafkaScript, "kafka-script", "", "kafka.sh (default: e2e/bench/kafka/kafka.sh of this module)")
 	flag.BoolVar(&c.verbose, "v", false, "echo the Kafka broker's log")
+	flag.BoolVar(&c.java, "java", true, "also consume with Apache Kafka's Java consumer (KafkaConsumer)")
 	flag.StringVar(&c.profile, "profile", "", "directory for CPU profiles of lakegw during extra, unmeasured cold and warm passes (default: none)")
 	flag.Func("gateway-env", "extra environment variable KEY=VALUE of the lakegw processes (repeatable), e.g. GOMEMLIMIT=400MiB", func(s string) error {
 		if !strings.Contains(s, "=") {
@@ -271,6 +273,12 @@ func run(ctx context.Context, c config) (err error) {
 		}
 		r.addRep("warm", rep, warm, cpuSeconds(g.pid())-cpu0)
 		r.afterWarmRSS, _ = memStat(g.pid())
+
+		if c.java {
+			if err := javaPasses(ctx, c, r, rep, kafka, &g, gw, total); err != nil {
+				return err
+			}
+		}
 
 		fl, err := decodeFloor(ctx, gen.DataFiles)
 		if err != nil {

@@ -116,7 +116,7 @@ func (r *results) write(stdout io.Writer) error {
 	k, cold, warm, floor := r.median("kafka"), r.median("cold"), r.median("warm"), r.median("floor")
 	fmt.Fprintf(&md, "## lakegw vs Apache Kafka %s: %d change records of a 10-column row (debezium-json)\n\n", kafkaVersion(), r.total)
 	fmt.Fprintf(&md, "Machine: %s. Table: %d snapshots (inserts, then 70%% inserts / 20%% updates / 10%% deletes as merge-on-read position deletes). "+
-		"Client: franz-go, one consumer of partition 0 from offset 0 unless noted. lakegw --cache-bytes %d MiB, --changes-cache-bytes %d MiB, --batch-records 1000, no compression; "+
+		"Client: franz-go (and Apache Kafka's Java KafkaConsumer where noted), one consumer of partition 0 from offset 0 unless noted. lakegw --cache-bytes %d MiB, --changes-cache-bytes %d MiB, --batch-records 1000, no compression; "+
 		"Kafka KRaft single node, default configuration, same records produced uncompressed. Medians of %d passes. Run took %v.\n\n",
 		machine(), r.snapshots, r.cfg.cacheBytes>>20, r.cfg.changesBytes>>20, r.cfg.reps, r.elapsed.Round(time.Second))
 	if len(r.cfg.gatewayEnv) > 0 || len(r.cfg.tableProps) > 0 {
@@ -142,6 +142,11 @@ func (r *results) write(stdout io.Writer) error {
 	line("Kafka", k)
 	line("lakegw cold (new process: nothing cached)", cold)
 	line("lakegw warm (second consumer of the same range)", warm)
+	if r.cfg.java {
+		line("Kafka, Java consumer", r.median("kafka_java"))
+		line("lakegw cold, Java consumer", r.median("cold_java"))
+		line("lakegw warm, Java consumer", r.median("warm_java"))
+	}
 	line("floor: bare Parquet decode of the data files (arrow-go; MB = file bytes)", floor)
 	for _, x := range r.extra {
 		line(x.name, x)
@@ -180,6 +185,11 @@ func (r *results) write(stdout io.Writer) error {
 	add := func(name string, v float64) { ratios = append(ratios, ratio{name, v}) }
 	add("warm_vs_kafka", warm.res.recsPerSec()/k.res.recsPerSec())
 	add("cold_vs_kafka", cold.res.recsPerSec()/k.res.recsPerSec())
+	kj, coldj, warmj := r.median("kafka_java"), r.median("cold_java"), r.median("warm_java")
+	if r.cfg.java {
+		add("java_warm_vs_kafka", warmj.res.recsPerSec()/kj.res.recsPerSec())
+		add("java_cold_vs_kafka", coldj.res.recsPerSec()/kj.res.recsPerSec())
+	}
 	add("floor_vs_kafka", floor.res.recsPerSec()/k.res.recsPerSec())
 	add("cold_vs_floor", cold.res.recsPerSec()/floor.res.recsPerSec())
 	if k.cpu > 0 && warm.cpu > 0 && cold.cpu > 0 {
@@ -231,8 +241,15 @@ func (r *results) write(stdout io.Writer) error {
 	targets := []target{
 		{"warm_vs_kafka >= 1.0", warm.res.recsPerSec() >= k.res.recsPerSec(), fmt.Sprintf("%.2f", warm.res.recsPerSec()/k.res.recsPerSec())},
 		{"cold_vs_kafka >= 0.5", cold.res.recsPerSec() >= 0.5*k.res.recsPerSec(), fmt.Sprintf("%.2f", cold.res.recsPerSec()/k.res.recsPerSec())},
-		{"p99_commit_to_consume <= 1000 ms", percentile(r.freshGW.EndToEnd, .99) <= time.Second, fmt.Sprintf("%.0f ms", ms(percentile(r.freshGW.EndToEnd, .99)))},
 	}
+	if r.cfg.java {
+		targets = append(targets,
+			target{"java_warm_vs_kafka >= 1.0", warmj.res.recsPerSec() >= kj.res.recsPerSec(), fmt.Sprintf("%.2f", warmj.res.recsPerSec()/kj.res.recsPerSec())},
+			target{"java_cold_vs_kafka >= 0.5", coldj.res.recsPerSec() >= 0.5*kj.res.recsPerSec(), fmt.Sprintf("%.2f", coldj.res.recsPerSec()/kj.res.recsPerSec())})
+	}
+	targets = append(targets, []target{
+		{"p99_commit_to_consume <= 1000 ms", percentile(r.freshGW.EndToEnd, .99) <= time.Second, fmt.Sprintf("%.0f ms", ms(percentile(r.freshGW.EndToEnd, .99)))},
+	}...)
 	if rss100 > 0 {
 		targets = append(targets, target{"rss_100_consumers <= cache + 256 MiB", rss100 <= limit && (rss100cold == 0 || rss100cold <= limit),
 			fmt.Sprintf("warm %.0f MiB, cold %.0f MiB, limit %.0f MiB", rss100, rss100cold, limit)})

@@ -7,6 +7,7 @@
 #                                  on 127.0.0.1:PORT (controller on 127.0.0.1:CPORT), in the
 #                                  foreground: the caller stops it with SIGTERM
 #   kafka.sh classpath             print the broker's classpath (fetching first if needed)
+#   kafka.sh java-consumer ARGS    run BenchConsumer.java (Kafka's KafkaConsumer) with ARGS
 #
 # Environment: KAFKA_VERSION (default 4.1.2), LAKEGW_BENCH_CACHE (default
 # ~/.cache/lakegw-bench), KAFKA_HEAP_OPTS (default -Xmx1G -Xms1G, as
@@ -82,6 +83,7 @@ PROPS
 case ${1:-} in
 fetch) fetch ;;
 classpath) fetch; echo "$libs/*" ;;
+java-consumer) shift; fetch; exec java -Xmx1G -cp "$libs/*" "$here/BenchConsumer.java" "$@" ;;
 run) shift; [[ $# -eq 3 ]] || { echo "usage: kafka.sh run DIR PORT CONTROLLER_PORT" >&2; exit 2; }; run "$@" ;;
-*) sed -n '2,14p' "$0" >&2; exit 2 ;;
+*) sed -n '2,15p' "$0" >&2; exit 2 ;;
 esac
