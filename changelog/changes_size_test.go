@@ -50,14 +50,22 @@ func checkSizeBytes(t *testing.T, tbl *table.Table, snap SnapshotRef) {
 		t.Fatal(err)
 	}
 	first.Release()
-	before := heap()
-	c, err := Derive(ctx, tbl, snap, Options{Log: zerolog.Nop()})
-	if err != nil {
-		t.Fatal(err)
+	// Other goroutines (a catalog's, the runtime's) allocate now and then:
+	// the smallest delta of three derivations is the snapshot's own.
+	var est, held int64
+	for range 3 {
+		before := heap()
+		c, err := Derive(ctx, tbl, snap, Options{Log: zerolog.Nop()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h := int64(heap() - before); held == 0 || h < held {
+			held = h
+		}
+		est = c.SizeBytes()
+		runtime.KeepAlive(c)
+		c.Release()
 	}
-	held := int64(heap() - before)
-	est := c.SizeBytes()
-	runtime.KeepAlive(c)
 	t.Logf("estimate %d bytes, heap held %d bytes", est, held)
 	// Derivation leaves caches of its own (decoders, catalogs) behind, so
 	// the heap delta is an upper bound; the estimate must cover most of it.

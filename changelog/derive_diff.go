@@ -3,7 +3,9 @@ package changelog
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -53,9 +55,14 @@ func deriveDiff(ctx context.Context, tbl *table.Table, scan *table.Scan, s *tabl
 			d.diff.release()
 		}
 	}()
-	var wholeBefore, wholeAfter []table.FileScanTask
+	// The files with newly deleted positions are read first, concurrently
+	// (their before-images are most of a merge-on-read snapshot's work);
+	// the diff is then fed in path order, as it always was, so that
+	// records keep the order their offsets were given in.
 	kinds := map[fileChange]int{}
-	for _, p := range paths {
+	fileKinds := make([]fileChange, len(paths))
+	var posReads []*positionsRead
+	for i, p := range paths {
 		b, bok := before[p]
 		a, aok := after[p]
 		var bt, at *table.FileScanTask
@@ -65,17 +72,38 @@ func deriveDiff(ctx context.Context, tbl *table.Table, scan *table.Scan, s *tabl
 		if aok {
 			at = &a
 		}
-		kind := classifyFile(bt, at)
-		kinds[kind]++
-		switch kind {
+		fileKinds[i] = classifyFile(bt, at)
+		kinds[fileKinds[i]]++
+		if fileKinds[i] == newPositions {
+			posReads = append(posReads, &positionsRead{before: b, after: a})
+		}
+	}
+	d.readNewPositions(posReads)
+	defer func() {
+		for _, r := range posReads {
+			releaseAll(r.batches)
+		}
+	}()
+
+	var wholeBefore, wholeAfter []table.FileScanTask
+	for i, p := range paths {
+		b, bok := before[p]
+		a, aok := after[p]
+		switch fileKinds[i] {
 		case unchanged:
 			continue
 		case newPositions:
-			handled, err := d.newPositions(b, a)
-			if err != nil {
-				return err
+			r := posReads[0]
+			posReads = posReads[1:]
+			if r.err != nil {
+				return r.err
 			}
-			if handled {
+			if r.handled {
+				batches := r.batches
+				r.batches = nil // the diff owns them now
+				if err := d.add(batches, r.rows, true); err != nil {
+					return err
+				}
 				continue
 			}
 		case newEqualityDeletes:
@@ -87,10 +115,10 @@ func deriveDiff(ctx context.Context, tbl *table.Table, scan *table.Scan, s *tabl
 				continue
 			}
 		}
-		if bt != nil {
+		if bok {
 			wholeBefore = append(wholeBefore, b)
 		}
-		if at != nil {
+		if aok {
 			wholeAfter = append(wholeAfter, a)
 		}
 	}
@@ -163,28 +191,56 @@ func (d *differ) add(batches []arrow.RecordBatch, rows [][]int32, before bool) e
 	return nil
 }
 
-// newPositions adds the rows at the positions deleted after but not before.
-// It declines (false) when positions were un-deleted, leaving the file to a
-// whole diff.
-func (d *differ) newPositions(before, after table.FileScanTask) (bool, error) {
+// positionsRead is the read of one data file with newly deleted
+// positions: the rows at the positions deleted after but not before.
+// handled is false when positions were un-deleted, which leaves the file to
+// a whole diff.
+type positionsRead struct {
+	before, after table.FileScanTask
+	handled       bool
+	batches       []arrow.RecordBatch
+	rows          [][]int32
+	err           error
+}
+
+// readNewPositions runs the reads, up to GOMAXPROCS at once.
+func (d *differ) readNewPositions(reads []*positionsRead) {
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	for _, r := range reads {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			r.handled, r.batches, r.rows, r.err = d.newPositions(r.before, r.after)
+		}()
+	}
+	wg.Wait()
+}
+
+// newPositions reads the rows at the positions deleted after but not
+// before; it declines (false) when positions were un-deleted. It is safe
+// for concurrent use: it only reads files.
+func (d *differ) newPositions(before, after table.FileScanTask) (bool, []arrow.RecordBatch, [][]int32, error) {
 	delB, err := d.positions.deleted(d.ctx, before)
 	if err != nil {
-		return false, err
+		return false, nil, nil, err
 	}
 	delA, err := d.positions.deleted(d.ctx, after)
 	if err != nil {
-		return false, err
+		return false, nil, nil, err
 	}
 	fresh, grew := subtractSorted(delB, delA)
 	if !grew {
-		return false, nil
+		return false, nil, nil, nil
 	}
 	if len(fresh) == 0 {
-		return true, nil
+		return true, nil, nil, nil
 	}
 	batches, rows, err := readRowsAt(d.ctx, d.fs, d.scan, after, fresh)
 	if err != nil {
-		return false, err
+		return false, nil, nil, err
 	}
 	var n int
 	for _, r := range rows {
@@ -192,9 +248,9 @@ func (d *differ) newPositions(before, after table.FileScanTask) (bool, error) {
 	}
 	if n != len(fresh) {
 		releaseAll(batches)
-		return false, fmt.Errorf("data file %s: found %d of %d deleted positions", after.File.FilePath(), n, len(fresh))
+		return false, nil, nil, fmt.Errorf("data file %s: found %d of %d deleted positions", after.File.FilePath(), n, len(fresh))
 	}
-	return true, d.add(batches, rows, true)
+	return true, batches, rows, nil
 }
 
 // newEqualityDeletes adds the rows live before that the new equality

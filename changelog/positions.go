@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/parquet"
@@ -20,7 +21,9 @@ import (
 type positionIndex struct {
 	fs icebergio.IO
 	// byDeleteFile maps a position delete file to the positions it deletes
-	// per data file path.
+	// per data file path. Data files are read concurrently, so it is
+	// guarded; a file two readers miss at once is read twice, harmlessly.
+	mu           sync.Mutex
 	byDeleteFile map[string]map[string][]int64
 }
 
@@ -59,7 +62,10 @@ func (x *positionIndex) deleted(ctx context.Context, t table.FileScanTask) ([]in
 
 // load reads a position delete file's (file_path, pos) rows.
 func (x *positionIndex) load(ctx context.Context, f iceberg.DataFile) (map[string][]int64, error) {
-	if m, ok := x.byDeleteFile[f.FilePath()]; ok {
+	x.mu.Lock()
+	m, ok := x.byDeleteFile[f.FilePath()]
+	x.mu.Unlock()
+	if ok {
 		return m, nil
 	}
 	if f.FileFormat() != iceberg.ParquetFile {
@@ -69,7 +75,9 @@ func (x *positionIndex) load(ctx context.Context, f iceberg.DataFile) (map[strin
 	if err != nil {
 		return nil, fmt.Errorf("read position delete file %s: %w", f.FilePath(), err)
 	}
+	x.mu.Lock()
 	x.byDeleteFile[f.FilePath()] = m
+	x.mu.Unlock()
 	return m, nil
 }
 

@@ -38,6 +38,9 @@ type Config struct {
 	// batches on local disk (off when either is unset).
 	DiskCacheDir   string
 	DiskCacheBytes int64
+	// ReadAheadBatches is how many batches past a cold read are encoded
+	// in the background (0: 256; negative: off).
+	ReadAheadBatches int
 }
 
 // Reader reads record batches of topic partitions.
@@ -48,6 +51,12 @@ type Reader struct {
 	// encoders is a free list of batch encoders.
 	encoders      chan *batchEncoder
 	lastBatchSize atomic.Int64
+	// encoding holds the batches being encoded, so that a consumer and
+	// the read-ahead never encode the same one twice.
+	encodingMu sync.Mutex
+	encoding   map[batchKey]chan struct{}
+	ahead      *readAhead
+	stats      readerStats
 	// partRecs caches the record indexes of one partition of one snapshot
 	// (multi-partition topics only).
 	partRecs *lru.Cache[partRecsKey, []int32]
@@ -73,6 +82,12 @@ func NewReader(cfg Config, log zerolog.Logger) (*Reader, error) {
 	pr, _ := lru.New[partRecsKey, []int32](256)
 	r := &Reader{cfg: cfg, cache: newBatchCache(cfg.CacheBytes), log: log, partRecs: pr}
 	r.encoders = make(chan *batchEncoder, 2*runtime.GOMAXPROCS(0))
+	r.encoding = map[batchKey]chan struct{}{}
+	window := cfg.ReadAheadBatches
+	if cfg.CacheBytes <= 0 && (cfg.DiskCacheDir == "" || cfg.DiskCacheBytes <= 0) {
+		window = -1 // nowhere to keep what it would encode
+	}
+	r.ahead = newReadAhead(r, window, log)
 	if cfg.DiskCacheDir != "" && cfg.DiskCacheBytes > 0 {
 		d, err := newDiskCache(cfg.DiskCacheDir, cfg.DiskCacheBytes, log)
 		if err != nil {
@@ -83,8 +98,10 @@ func NewReader(cfg Config, log zerolog.Logger) (*Reader, error) {
 	return r, nil
 }
 
-// Close removes the disk cache's files.
+// Close stops the read-ahead, waits for it, and removes the disk cache's
+// files.
 func (r *Reader) Close() {
+	r.ahead.close()
 	if r.cache.disk != nil {
 		r.cache.disk.close()
 	}
@@ -106,6 +123,15 @@ func (r *Reader) Read(ctx context.Context, t *topics.Topic, p int32, offset int6
 	// batches are in hand, answer rather than let one fetch run past the
 	// client's request timeout.
 	deadline := time.Now().Add(r.cfg.ReadBudget)
+	// A consumer on the cold frontier (this read encoded a batch), or one
+	// following the read-ahead it started, gets the batches after this
+	// read encoded in the background while it processes these.
+	var encoded bool
+	defer func() {
+		if encoded || r.ahead.following(t.Name, p, epoch, compression) {
+			r.ahead.advance(t, p, epoch, compression, offset)
+		}
+	}()
 	for {
 		if len(dst) > start && time.Now().After(deadline) {
 			return dst, nil
@@ -114,11 +140,8 @@ func (r *Reader) Read(ctx context.Context, t *topics.Topic, p int32, offset int6
 		if !ok {
 			return dst, nil // at the high watermark
 		}
-		ordinal := offset - seg.BaseOffset
-		first := ordinal - ordinal%int64(r.cfg.BatchRecords)
-		last := min(first+int64(r.cfg.BatchRecords), seg.Count)
-		base := seg.BaseOffset + first
-		key := batchKey{topic: t.Name, partition: p, epoch: epoch, baseOffset: base, compression: compression}
+		first, last := r.batchBounds(seg, offset)
+		key := batchKey{topic: t.Name, partition: p, epoch: epoch, baseOffset: seg.BaseOffset + first, compression: compression}
 		room := maxBytes - (len(dst) - start)
 		if len(dst) == start {
 			room = math.MaxInt // the first batch goes out whatever its size
@@ -130,21 +153,21 @@ func (r *Reader) Read(ctx context.Context, t *topics.Topic, p int32, offset int6
 				return dst, nil
 			}
 		} else {
-			// Encode into a reused buffer: the tiers keep copies of
-			// their own, and the answer gets its bytes from it.
-			scratch := bytepool.Get(r.batchSizeHint())
-			batch, err := r.encodeBatch(ctx, t, seg, p, epoch, compression, base, first, last, scratch)
+			if wait := r.claim(key); wait != nil {
+				// A read-ahead worker or another consumer is encoding
+				// this batch: wait for it, then find it in the caches.
+				select {
+				case <-wait:
+				case <-ctx.Done():
+					return dst, ctx.Err()
+				}
+				continue
+			}
+			batch, err := r.encodeAndCache(ctx, t, seg, p, epoch, compression, first, last, key)
 			if err != nil {
-				bytepool.Put(scratch)
 				return dst, err
 			}
-			r.lastBatchSize.Store(int64(len(batch)))
-			if r.cache.add(key, batch) && last == seg.Count {
-				// The snapshot's last batch: all of it is on disk now,
-				// and the memory its derivation holds is better spent
-				// deriving the next one.
-				t.EncodedAll(seg)
-			}
+			encoded = true
 			fits := len(batch) <= room
 			if fits {
 				dst = append(dst, batch...)
@@ -159,6 +182,59 @@ func (r *Reader) Read(ctx context.Context, t *topics.Topic, p int32, offset int6
 			return dst, nil
 		}
 	}
+}
+
+// batchBounds returns the records [first, last) of seg, as ordinals in
+// it, of the batch that holds offset. Batches start every BatchRecords
+// records of a segment, so their bounds depend only on the index.
+func (r *Reader) batchBounds(seg offsets.Segment, offset int64) (first, last int64) {
+	ordinal := offset - seg.BaseOffset
+	first = ordinal - ordinal%int64(r.cfg.BatchRecords)
+	return first, min(first+int64(r.cfg.BatchRecords), seg.Count)
+}
+
+// claim marks key as being encoded by the caller and returns nil, or, when
+// another goroutine already is, returns a channel closed once it is done.
+// The caller of a nil claim must call encodeAndCache, which releases it.
+func (r *Reader) claim(key batchKey) <-chan struct{} {
+	r.encodingMu.Lock()
+	defer r.encodingMu.Unlock()
+	if ch, ok := r.encoding[key]; ok {
+		return ch
+	}
+	r.encoding[key] = make(chan struct{})
+	return nil
+}
+
+func (r *Reader) unclaim(key batchKey) {
+	r.encodingMu.Lock()
+	defer r.encodingMu.Unlock()
+	close(r.encoding[key])
+	delete(r.encoding, key)
+}
+
+// encodeAndCache encodes the batch of records [first, last) of seg into a
+// pooled buffer, which it returns (the caller gives it back), caches it,
+// and releases the caller's claim on key.
+func (r *Reader) encodeAndCache(ctx context.Context, t *topics.Topic, seg offsets.Segment, p, epoch int32, compression string,
+	first, last int64, key batchKey) ([]byte, error) {
+	defer r.unclaim(key)
+	// Encode into a reused buffer: the tiers keep copies of their own,
+	// and the answer gets its bytes from it.
+	scratch := bytepool.Get(r.batchSizeHint())
+	batch, err := r.encodeBatch(ctx, t, seg, p, epoch, compression, key.baseOffset, first, last, scratch)
+	if err != nil {
+		bytepool.Put(scratch)
+		return nil, err
+	}
+	r.lastBatchSize.Store(int64(len(batch)))
+	r.stats.encoded.Add(1)
+	if r.cache.add(key, batch) && last == seg.Count {
+		// The snapshot's last batch: all of it is on disk now, and the
+		// memory its derivation holds is better spent deriving the next.
+		t.EncodedAll(seg)
+	}
+	return batch, nil
 }
 
 // encodeBatch derives (or finds derived) the snapshot of seg and encodes

@@ -109,8 +109,6 @@ func getTable(tb testing.TB, records int64, snapRecords int, props iceberg.Prope
 
 // inproc is lakegw's registry on a table directory, in this process.
 type inproc struct {
-	// readAhead makes readAll derive the next snapshot in the background.
-	readAhead bool
 	// ctx is the context of reads (nil: Background): it can carry an
 	// arrow allocator (compute.WithAllocator) to iceberg-go's scans.
 	ctx    context.Context
@@ -181,24 +179,7 @@ func (g *inproc) readAll(tb testing.TB, r *fetch.Reader) (records, size int64) {
 	}
 	hw := t.Index.HighWatermark(0)
 	buf := make([]byte, 0, 2<<20)
-	var ahead sync.WaitGroup
-	defer ahead.Wait()
-	var aheadOf int64 = -1
 	for off := int64(0); off < hw; {
-		if g.readAhead {
-			// Derive the next snapshot while this one is encoded and
-			// served: what a read-ahead in fetch/ would do.
-			if seg, ok := t.Index.Locate(0, off); ok && seg.BaseOffset != aheadOf {
-				aheadOf = seg.BaseOffset
-				if next, ok := t.Index.Locate(0, seg.BaseOffset+seg.Count); ok {
-					ahead.Add(1)
-					go func() {
-						defer ahead.Done()
-						_, _ = t.Changes(ctx, next)
-					}()
-				}
-			}
-		}
 		out, err := r.Read(ctx, t, 0, off, 1<<20, "none", buf[:0])
 		if err != nil {
 			tb.Fatal(err)
@@ -249,9 +230,10 @@ func BenchmarkReadColdBeforeImages(b *testing.B) {
 // reader reserves buffers for (default 131072): a proposed fix sets it per
 // scan in changelog/ (table.WithArrowBatchSize).
 //
-// readAhead=on derives the next snapshot in the background while the
-// current one is read (the topics.Topic API allows it from outside), the
-// measure of a proposed read-ahead in fetch/.
+// readAhead=on is fetch's read-ahead (the default): batches past each read
+// are encoded in the background, the next snapshot derived ahead of the
+// consumer; off sets ReadAheadBatches to -1. Both read through a disk tier,
+// as lakegw serve does.
 func BenchmarkReadCold(b *testing.B) {
 	for _, bs := range []string{"default", "16384"} {
 		for _, ra := range []bool{false, true} {
@@ -286,11 +268,14 @@ func benchReadCold(b *testing.B, props iceberg.Properties, readAhead, pool bool)
 	for b.Loop() {
 		b.StopTimer()
 		g := openGateway(b, t)
-		g.readAhead = readAhead
 		if pool {
 			g.ctx = compute.WithAllocator(context.Background(), newPoolAllocator())
 		}
-		r := mustReader(b, fetch.Config{BatchRecords: 1000, CacheBytes: 256 << 20})
+		cfg := fetch.Config{BatchRecords: 1000, CacheBytes: 64 << 20, DiskCacheDir: b.TempDir(), DiskCacheBytes: 10 << 30}
+		if !readAhead {
+			cfg.ReadAheadBatches = -1
+		}
+		r := mustReader(b, cfg)
 		b.StartTimer()
 		var got int64
 		c0 := processCPU()
@@ -448,6 +433,43 @@ func TestReaderSmoke(t *testing.T) {
 	}
 }
 
+// TestReadAheadEncodesEachBatchOnce reads a topic cold with the
+// read-ahead on: after the first fetch, the batches after it are encoded
+// in the background; the consumer then finds them cached, no batch is
+// encoded twice, and the bytes are those of a read without read-ahead.
+func TestReadAheadEncodesEachBatchOnce(t *testing.T) {
+	bt := getTable(t, 3000, 500, nil)
+	g := openGateway(t, bt)
+	defer g.close()
+	topic := g.topic(t)
+	batches := int64(3000 / 250) // six 500-record snapshots, 250-record batches
+	r := mustReader(t, fetch.Config{BatchRecords: 250, ReadAheadBatches: 4, CacheBytes: 64 << 20})
+	first, err := r.Read(context.Background(), topic, 0, 0, 1, "none", nil)
+	if err != nil || len(first) == 0 {
+		t.Fatalf("first read: %d bytes, %v", len(first), err)
+	}
+	// One batch read, four more encoded behind it.
+	deadline := time.Now().Add(30 * time.Second)
+	for r.Stats().BatchesEncodedAhead < 4 {
+		if time.Now().After(deadline) {
+			t.Fatalf("read-ahead encoded %d batches, want 4", r.Stats().BatchesEncodedAhead)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if st := r.Stats(); st.BatchesEncoded != 5 {
+		t.Fatalf("%d batches encoded after one fetch with a window of 4, want 5", st.BatchesEncoded)
+	}
+	n, size := g.readAll(t, r)
+	st := r.Stats()
+	wantN, wantSize := g.readAll(t, mustReader(t, fetch.Config{BatchRecords: 250, ReadAheadBatches: -1}))
+	if n != wantN || size != wantSize || n != bt.changes {
+		t.Fatalf("read %d records / %d bytes with read-ahead, %d / %d without; the topic has %d records", n, size, wantN, wantSize, bt.changes)
+	}
+	if st.BatchesEncoded != batches || st.BatchesEncodedAhead < batches/2 {
+		t.Fatalf("encoded %d batches (%d ahead) for a %d-batch topic", st.BatchesEncoded, st.BatchesEncodedAhead, batches)
+	}
+}
+
 // mustReader builds a fetch reader without a disk tier.
 func mustReader(tb testing.TB, cfg fetch.Config) *fetch.Reader {
 	tb.Helper()
@@ -455,5 +477,6 @@ func mustReader(tb testing.TB, cfg fetch.Config) *fetch.Reader {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	tb.Cleanup(r.Close)
 	return r
 }
