@@ -185,11 +185,14 @@ func (r *Reader) readPartition(ctx context.Context, t *topics.Topic, version int
 			op.DivergingEpoch.Epoch, op.DivergingEpoch.EndOffset = epoch, end
 			return arena
 		}
-		// A compacted prefix rewrote the offsets below it under a newer
-		// epoch: a consumer that read them before cannot continue in the
-		// middle of the prefix, it must read the prefix from its start.
+		// A compacted prefix rewrote the offsets below it under its own
+		// epoch: a consumer that read them under an older one read other
+		// records there and cannot continue in the middle of the prefix,
+		// it must read the prefix from its start. One that read them under
+		// the prefix's epoch or later (even if a rollback has since moved
+		// the leader epoch on) read the prefix as it is.
 		if seg, ok := idx.Locate(p, rp.FetchOffset); ok && seg.Kind == offsets.KindCompactedPrefix &&
-			rp.LastFetchedEpoch < idx.LeaderEpoch() && rp.FetchOffset > seg.BaseOffset {
+			rp.LastFetchedEpoch < seg.Epoch && rp.FetchOffset > seg.BaseOffset {
 			op.DivergingEpoch.Epoch, op.DivergingEpoch.EndOffset = rp.LastFetchedEpoch, seg.BaseOffset
 			return arena
 		}

@@ -62,6 +62,14 @@ func Open(ctx context.Context, store *state.Store, topic, tableUUID string, part
 			if g.Partition < 0 || g.Partition >= partitions {
 				return nil, fmt.Errorf("topic %s: stored segment for partition %d of %d", topic, g.Partition, partitions)
 			}
+			if g.Epoch < 0 {
+				// Stored before segments recorded their epoch: it is at
+				// most the current one. Taking the current one makes a
+				// consumer of an older epoch reread a compacted prefix
+				// from its start rather than continue in offsets that
+				// may have changed meaning.
+				g.Epoch = maxEpoch(st.Epochs)
+			}
 			t.parts[g.Partition] = append(t.parts[g.Partition], g)
 		}
 		return t, t.checkConsistent()
@@ -145,6 +153,7 @@ func (t *Topic) Append(ctx context.Context, snaps []Snapshot) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	n := t.st.Partitions
+	epoch := maxEpoch(t.st.Epochs)
 	ends := make([]int64, n)
 	for p := range ends {
 		ends[p] = t.endLocked(int32(p))
@@ -157,7 +166,7 @@ func (t *Topic) Append(ctx context.Context, snaps []Snapshot) error {
 		}
 		for p := int32(0); p < n; p++ {
 			g := Segment{Kind: s.Kind, Partition: p, SnapshotID: s.SnapshotID, SequenceNumber: s.SequenceNumber,
-				TimestampMs: s.TimestampMs, BaseOffset: ends[p], Count: s.Counts[p]}
+				TimestampMs: s.TimestampMs, BaseOffset: ends[p], Count: s.Counts[p], Epoch: epoch}
 			ends[p] += s.Counts[p]
 			add = append(add, g)
 			newParts[p] = append(newParts[p], g)
@@ -237,7 +246,7 @@ func (t *Topic) ResetToPrefix(ctx context.Context, s Snapshot) error {
 	for p := range t.parts {
 		end := t.endLocked(int32(p))
 		g := Segment{Kind: state.KindCompactedPrefix, Partition: int32(p), SnapshotID: s.SnapshotID,
-			SequenceNumber: s.SequenceNumber, TimestampMs: s.TimestampMs, BaseOffset: end, Count: s.Counts[p]}
+			SequenceNumber: s.SequenceNumber, TimestampMs: s.TimestampMs, BaseOffset: end, Count: s.Counts[p], Epoch: epoch}
 		parts[p] = []Segment{g}
 		all = append(all, g)
 		st.Epochs[p] = truncateEpochs(t.st.Epochs[p], epoch, end)
@@ -257,7 +266,9 @@ func (t *Topic) ResetToPrefix(ctx context.Context, s Snapshot) error {
 // start moves forward (Kafka log compaction: the prefix never holds more
 // records than the history it replaces). The prefix's offsets change
 // meaning, so it is written under a new leader epoch, starting where the
-// prefix ends: consumers past it are not disturbed.
+// prefix ends: consumers past it are not disturbed. The prefix segment
+// records that epoch (Segment.Epoch): a consumer that read the prefix under
+// an older one read other records at its offsets.
 func (t *Topic) CompactPrefix(ctx context.Context, through int, live []int64) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -282,7 +293,7 @@ func (t *Topic) CompactPrefix(ctx context.Context, through int, live []int64) er
 				t.st.Topic, p, live[p], last.SnapshotID, replaced)
 		}
 		prefix := Segment{Kind: state.KindCompactedPrefix, Partition: int32(p), SnapshotID: last.SnapshotID,
-			SequenceNumber: last.SequenceNumber, TimestampMs: last.TimestampMs, BaseOffset: end - live[p], Count: live[p]}
+			SequenceNumber: last.SequenceNumber, TimestampMs: last.TimestampMs, BaseOffset: end - live[p], Count: live[p], Epoch: epoch}
 		parts[p] = append([]Segment{prefix}, segs[through+1:]...)
 		all = append(all, parts[p]...)
 		st.Epochs[p] = append(append([]state.EpochStart(nil), t.st.Epochs[p]...), state.EpochStart{Epoch: epoch, StartOffset: end})

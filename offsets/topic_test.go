@@ -219,3 +219,84 @@ func TestEpochsAfterRepeatedTruncation(t *testing.T) {
 		t.Fatalf("current epoch %d", ep)
 	}
 }
+
+// A compacted prefix keeps the epoch it was written under, even once a
+// rollback moved the leader epoch on and dropped that epoch from the epoch
+// list (the prefix's epoch starts where the prefix ends).
+func TestPrefixKeepsTheEpochItWasWrittenUnder(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	store := openStore(t, dir)
+	tp, err := Open(ctx, store, "ns.t", "u", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tp.Append(ctx, []Snapshot{{SnapshotID: 1, Counts: []int64{10}}, {SnapshotID: 2, Counts: []int64{6}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tp.CompactPrefix(ctx, 1, []int64{8}); err != nil { // epoch 1, prefix 8..15
+		t.Fatal(err)
+	}
+	if err := tp.Append(ctx, []Snapshot{{SnapshotID: 3, Counts: []int64{3}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tp.Truncate(ctx, 1); err != nil { // epoch 2 from 16: epoch 1 is gone from the list
+		t.Fatal(err)
+	}
+	if err := tp.Append(ctx, []Snapshot{{SnapshotID: 4, Counts: []int64{2}}}); err != nil {
+		t.Fatal(err)
+	}
+	check := func(tp *Topic) {
+		t.Helper()
+		if ep := tp.LeaderEpoch(); ep != 2 {
+			t.Fatalf("leader epoch %d, want 2", ep)
+		}
+		if g, ok := tp.Locate(0, 12); !ok || g.Kind != KindCompactedPrefix || g.Epoch != 1 {
+			t.Fatalf("prefix at offset 12: %+v %v, want written under epoch 1", g, ok)
+		}
+		if g, ok := tp.Locate(0, 16); !ok || g.SnapshotID != 4 || g.Epoch != 2 {
+			t.Fatalf("offset 16: %+v %v, want snapshot 4 written under epoch 2", g, ok)
+		}
+	}
+	check(tp)
+	store.Close()
+	store = openStore(t, dir)
+	defer store.Close()
+	again, err := Open(ctx, store, "ns.t", "u", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(again)
+
+	// Starting over after the old end: the new prefix is the new epoch's.
+	if err := again.ResetToPrefix(ctx, Snapshot{SnapshotID: 9, Counts: []int64{5}}); err != nil {
+		t.Fatal(err)
+	}
+	if g, ok := again.Locate(0, 18); !ok || g.Kind != KindCompactedPrefix || g.Epoch != 3 || again.LeaderEpoch() != 3 {
+		t.Fatalf("reset prefix at 18: %+v %v, epoch %d; want the prefix under epoch 3", g, ok, again.LeaderEpoch())
+	}
+}
+
+// Segments stored before they recorded an epoch load under the current
+// epoch: an older consumer rereads a prefix rather than trust its offsets.
+func TestSegmentsWithoutAnEpochLoadUnderTheCurrentOne(t *testing.T) {
+	ctx := context.Background()
+	store := openStore(t, t.TempDir())
+	defer store.Close()
+	st := state.TopicState{Topic: "ns.t", TableUUID: "u", Partitions: 1,
+		Epochs: [][]state.EpochStart{{{Epoch: 0, StartOffset: 0}, {Epoch: 4, StartOffset: 7}}}}
+	segs := []Segment{
+		{Kind: KindCompactedPrefix, SnapshotID: 2, BaseOffset: 3, Count: 4, Epoch: -1},
+		{SnapshotID: 3, BaseOffset: 7, Count: 2, Epoch: 4},
+	}
+	if err := store.ReplaceTopic(ctx, st, segs); err != nil {
+		t.Fatal(err)
+	}
+	tp, err := Open(ctx, store, "ns.t", "u", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, ok := tp.Locate(0, 3); !ok || g.Epoch != 4 {
+		t.Fatalf("legacy prefix: %+v %v, want epoch 4", g, ok)
+	}
+}

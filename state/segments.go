@@ -28,6 +28,12 @@ type Segment struct {
 	TimestampMs    int64
 	BaseOffset     int64
 	Count          int64
+	// Epoch is the leader epoch the segment's offsets were assigned under
+	// (a compacted prefix: the epoch that rewrote them). The epoch list
+	// cannot tell it: a prefix's epoch starts where the prefix ends, and a
+	// later truncation may drop it from the list. -1 for segments stored
+	// before it was recorded.
+	Epoch int32
 }
 
 // EpochStart is the first offset of a leader epoch in one partition.
@@ -62,7 +68,7 @@ func (s *Store) LoadTopic(ctx context.Context, topic string) (st TopicState, seg
 		return TopicState{}, nil, false, fmt.Errorf("topic %s: bad epochs %q: %w", topic, epochs, err)
 	}
 	rows, err := s.db.QueryContext(ctx,
-		`SELECT kind, partition, snapshot_id, sequence_number, timestamp_ms, base_offset, record_count
+		`SELECT kind, partition, snapshot_id, sequence_number, timestamp_ms, base_offset, record_count, leader_epoch
 		 FROM segments WHERE topic=? ORDER BY partition, base_offset, rowid`, topic)
 	if err != nil {
 		return TopicState{}, nil, false, fmt.Errorf("load segments of %s: %w", topic, err)
@@ -70,7 +76,7 @@ func (s *Store) LoadTopic(ctx context.Context, topic string) (st TopicState, seg
 	defer rows.Close()
 	for rows.Next() {
 		var g Segment
-		if err := rows.Scan(&g.Kind, &g.Partition, &g.SnapshotID, &g.SequenceNumber, &g.TimestampMs, &g.BaseOffset, &g.Count); err != nil {
+		if err := rows.Scan(&g.Kind, &g.Partition, &g.SnapshotID, &g.SequenceNumber, &g.TimestampMs, &g.BaseOffset, &g.Count, &g.Epoch); err != nil {
 			return TopicState{}, nil, false, fmt.Errorf("read segment of %s: %w", topic, err)
 		}
 		segs = append(segs, g)
@@ -111,14 +117,14 @@ func (s *Store) writeTopic(ctx context.Context, st TopicState, segs []Segment, r
 			}
 		}
 		stmt, err := tx.PrepareContext(ctx,
-			`INSERT INTO segments(topic, partition, base_offset, snapshot_id, sequence_number, timestamp_ms, record_count, kind)
-			 VALUES(?,?,?,?,?,?,?,?)`)
+			`INSERT INTO segments(topic, partition, base_offset, snapshot_id, sequence_number, timestamp_ms, record_count, kind, leader_epoch)
+			 VALUES(?,?,?,?,?,?,?,?,?)`)
 		if err != nil {
 			return err
 		}
 		defer stmt.Close()
 		for _, g := range segs {
-			if _, err := stmt.ExecContext(ctx, st.Topic, g.Partition, g.BaseOffset, g.SnapshotID, g.SequenceNumber, g.TimestampMs, g.Count, g.Kind); err != nil {
+			if _, err := stmt.ExecContext(ctx, st.Topic, g.Partition, g.BaseOffset, g.SnapshotID, g.SequenceNumber, g.TimestampMs, g.Count, g.Kind, g.Epoch); err != nil {
 				return err
 			}
 		}

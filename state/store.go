@@ -32,6 +32,7 @@ CREATE TABLE IF NOT EXISTS segments (
 	timestamp_ms    INTEGER NOT NULL,
 	record_count    INTEGER NOT NULL,
 	kind            INTEGER NOT NULL DEFAULT 0,
+	leader_epoch    INTEGER NOT NULL DEFAULT -1,
 	PRIMARY KEY (topic, partition, base_offset, snapshot_id)
 );
 CREATE TABLE IF NOT EXISTS group_offsets (
@@ -66,6 +67,10 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if _, err := db.ExecContext(ctx, schema); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("create state store schema in %s: %w", path, err)
+	}
+	if err := migrate(ctx, db); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("migrate state store %s: %w", path, err)
 	}
 	return &Store{db: db}, nil
 }

@@ -4,5 +4,6 @@
 // fetches waiting for data.
 //
 // It sits between fetch/ and the lake: it may import offsets/, changelog/,
-// lake/ and state/; it must not import protocol/ or fetch/.
+// lake/ and state/; it must not import protocol/, fetch/ or lsm/ (lakegw
+// tables are indexed from their snapshot summaries, through changelog/).
 package topics

@@ -16,7 +16,8 @@ import (
 )
 
 // Registry is the set of served topics. It owns one watcher goroutine per
-// table, all stopped when Run returns.
+// table, and those stopped (a table gone or registered anew) until they
+// return; Run stops and waits for all of them before it returns.
 type Registry struct {
 	cfg   Config
 	cat   catalog.Catalog
@@ -26,7 +27,10 @@ type Registry struct {
 	mu       sync.RWMutex
 	topics   map[string]*Topic
 	watchers map[string]*watcher
-	wg       sync.WaitGroup
+	// retired holds stopped watchers, by topic name, until they have
+	// returned: a new watcher of the same name waits for its predecessor.
+	retired map[string]*watcher
+	wg      sync.WaitGroup
 
 	firstList chan struct{}
 	listOnce  sync.Once
@@ -53,6 +57,7 @@ func New(cfg Config, cat catalog.Catalog, store *state.Store, log zerolog.Logger
 		cfg: cfg, cat: cat, store: store, log: log,
 		topics:    map[string]*Topic{},
 		watchers:  map[string]*watcher{},
+		retired:   map[string]*watcher{},
 		firstList: make(chan struct{}),
 		changes:   newChangesCache(cfg.ChangesCacheBytes),
 	}
@@ -161,26 +166,33 @@ func (r *Registry) refreshTables(ctx context.Context) {
 		return
 	}
 	r.mu.Lock()
+	for name, w := range r.retired {
+		select {
+		case <-w.done:
+			delete(r.retired, name)
+		default:
+		}
+	}
 	var started []*watcher
 	for name, src := range srcs {
 		if w, ok := r.watchers[name]; ok {
 			if w.src.regPaths == src.regPaths {
 				continue
 			}
-			w.stop()
-			delete(r.watchers, name)
-			delete(r.topics, name)
+			r.retireLocked(name, w)
 		}
-		w := newWatcher(ctx, r, name, src)
+		// The successor starts now but opens the index only once its
+		// predecessor has returned (watcher.run): this lock is not held
+		// while waiting, as the predecessor may need it to publish.
+		w := newWatcher(ctx, r, name, src, r.retired[name])
+		delete(r.retired, name)
 		r.watchers[name] = w
 		started = append(started, w)
 	}
 	for name, w := range r.watchers {
 		if _, ok := srcs[name]; !ok {
 			r.log.Info().Str("topic", name).Msg("table is gone; no longer serving it")
-			w.stop()
-			delete(r.watchers, name)
-			delete(r.topics, name)
+			r.retireLocked(name, w)
 		}
 	}
 	r.mu.Unlock()
@@ -204,6 +216,16 @@ func (r *Registry) refreshTables(ctx context.Context) {
 		}
 		close(r.firstList)
 	})
+}
+
+// retireLocked stops serving a topic's watcher. It may still be writing
+// the index: it stays in retired until it returns, so that a watcher
+// started later under the same name waits for it.
+func (r *Registry) retireLocked(name string, w *watcher) {
+	w.stop()
+	delete(r.watchers, name)
+	delete(r.topics, name)
+	r.retired[name] = w
 }
 
 func (r *Registry) publish(t *Topic) {

@@ -24,6 +24,24 @@ import (
 var testSchema = iceberg.NewSchemaWithIdentifiers(0, []int{1},
 	iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true})
 
+// rollbackTo commits a rollback of the table to snapshot id: a history
+// rewrite the index must truncate.
+func rollbackTo(t *testing.T, cat catalog.Catalog, ident table.Identifier, id int64) {
+	t.Helper()
+	ctx := context.Background()
+	tbl, err := cat.LoadTable(ctx, ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx := tbl.NewTransaction()
+	if err := tx.RollbackToSnapshot(id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func appendIDs(t *testing.T, cat catalog.Catalog, ident table.Identifier, ids ...int64) *table.Table {
 	t.Helper()
 	ctx := context.Background()
@@ -60,6 +78,13 @@ type fixture struct {
 
 func startRegistry(t *testing.T, dir string) *fixture {
 	t.Helper()
+	return startRegistryWith(t, dir, func(c catalog.Catalog) catalog.Catalog { return c })
+}
+
+// startRegistryWith starts a registry that sees the catalog through wrap;
+// the fixture's cat is the catalog itself.
+func startRegistryWith(t *testing.T, dir string, wrap func(catalog.Catalog) catalog.Catalog) *fixture {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	cat, err := lake.OpenCatalog(ctx, dir, nil)
 	if err != nil {
@@ -69,7 +94,7 @@ func startRegistry(t *testing.T, dir string) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := New(Config{PollInterval: 20 * time.Millisecond, ListInterval: 50 * time.Millisecond}, cat, store, zerolog.New(zerolog.NewTestWriter(t)))
+	reg := New(Config{PollInterval: 20 * time.Millisecond, ListInterval: 50 * time.Millisecond}, wrap(cat), store, zerolog.New(zerolog.NewTestWriter(t)))
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -143,17 +168,7 @@ func TestRollbackTruncatesUnderNewEpoch(t *testing.T) {
 	waitFor(t, "topic", func() bool { tp, ok := f.reg.Topic("ns.r"); return ok && tp.Index.HighWatermark(0) == 5 })
 	tp, _ := f.reg.Topic("ns.r")
 
-	tbl, err := f.cat.LoadTable(ctx, ident)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tx := tbl.NewTransaction()
-	if err := tx.RollbackToSnapshot(first.CurrentSnapshot().SnapshotID); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
+	rollbackTo(t, f.cat, ident, first.CurrentSnapshot().SnapshotID)
 	waitFor(t, "truncation", func() bool { return tp.Index.LeaderEpoch() == 1 && tp.Index.HighWatermark(0) == 2 })
 	appendIDs(t, f.cat, ident, 6)
 	waitFor(t, "new snapshot after rollback", func() bool { return tp.Index.HighWatermark(0) == 3 })

@@ -2,6 +2,7 @@ package topics
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -26,17 +27,34 @@ type watcher struct {
 	lastMeta  string
 	lastErr   string
 	firstSync chan struct{}
+
+	// prev is the stopped watcher this one succeeds under the same topic
+	// name, nil if none. Both write the topic's index: run waits for prev
+	// to return before it opens the index.
+	prev *watcher
+	// done is closed when run has returned: the watcher writes nothing
+	// any more.
+	done chan struct{}
 }
 
-func newWatcher(parent context.Context, r *Registry, name string, src tableSource) *watcher {
+func newWatcher(parent context.Context, r *Registry, name string, src tableSource, prev *watcher) *watcher {
 	ctx, cancel := context.WithCancel(parent)
-	return &watcher{r: r, name: name, src: src, ctx: ctx, cancel: cancel,
-		log: r.log.With().Str("topic", name).Logger(), firstSync: make(chan struct{})}
+	return &watcher{r: r, name: name, src: src, ctx: ctx, cancel: cancel, prev: prev,
+		log: r.log.With().Str("topic", name).Logger(), firstSync: make(chan struct{}), done: make(chan struct{})}
 }
 
+// stop asks the watcher to return; done says when it has.
 func (w *watcher) stop() { w.cancel() }
 
 func (w *watcher) run() {
+	defer close(w.done)
+	if w.prev != nil {
+		// The predecessor was stopped but may be in the middle of an
+		// index write; wait even if this watcher is stopped too, so
+		// that done still means every predecessor has returned.
+		<-w.prev.done
+		w.prev = nil
+	}
 	ctx := w.ctx
 	defer w.cancel()
 	first := true
@@ -69,11 +87,20 @@ func (w *watcher) poll(ctx context.Context) {
 		return
 	}
 	if err != nil {
+		var le *loadError
+		transient := errors.As(err, &le)
 		if msg := err.Error(); msg != w.lastErr {
 			w.lastErr = msg
-			w.log.Error().Err(err).Msg("cannot index table; serving what is indexed")
+			if transient {
+				w.log.Warn().Err(err).Msg("cannot load table; retrying on the next poll")
+			} else {
+				w.log.Error().Err(err).Msg("cannot index table; serving what is indexed")
+			}
 		}
-		if w.topic != nil {
+		// A table that cannot be loaded now says nothing about its
+		// snapshots: consumers just see no new data (and a damaged table
+		// stays reported as damaged) until a poll gets through.
+		if w.topic != nil && !transient {
 			w.topic.setIndexError(err)
 		}
 		return
@@ -86,6 +113,14 @@ func (w *watcher) poll(ctx context.Context) {
 		w.topic.setIndexError(nil)
 	}
 }
+
+// loadError is a failure to load the table's metadata (the catalog or the
+// metadata file unreachable): unlike a snapshot whose files are missing or
+// corrupt, it is not the table's fault, and the next poll may succeed.
+type loadError struct{ err error }
+
+func (e *loadError) Error() string { return e.err.Error() }
+func (e *loadError) Unwrap() error { return e.err }
 
 func (w *watcher) load(ctx context.Context) (*table.Table, error) {
 	if w.src.fromCat {
@@ -106,7 +141,7 @@ func (w *watcher) sync(ctx context.Context) error {
 	}
 	tbl, err := w.load(ctx)
 	if err != nil {
-		return err
+		return &loadError{err}
 	}
 	if tbl.MetadataLocation() == w.lastMeta && w.lastErr == "" {
 		return nil
@@ -191,6 +226,9 @@ func (w *watcher) index(ctx context.Context, tbl *table.Table) error {
 		if err := t.Index.Truncate(ctx, keep); err != nil {
 			return err
 		}
+		// Fetches waiting at the old high watermark answer now, with
+		// the new one or a diverging epoch, rather than at MaxWait.
+		t.notify()
 		indexed = t.Index.Snapshots()
 		_, start = alignHistory(indexed, hist)
 		if start < 0 {
