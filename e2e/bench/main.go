@@ -15,6 +15,11 @@
 // from Maven Central jars (kafka/kafka.sh). Every consume pass checks a
 // CRC over the records, so both servers are known to serve the same bytes.
 //
+// With -lsm (the default) it also writes lakegw's own primary-key table
+// bench.orders_lsm (package lsm) with the same changes, snapshot by snapshot
+// (lsm_table.go), checks that its topic describes the same changes as
+// bench.orders, and measures it cold and warm against the same Kafka topic.
+//
 // Output: a Markdown table, a CSV, and one `ratio <name> <value>` line per
 // ratio on stdout; results.md and results.csv in -out.
 package main
@@ -60,6 +65,7 @@ type config struct {
 	gatewayEnv    []string
 	profile       string
 	java          bool
+	lsm           bool
 }
 
 func main() {
@@ -80,6 +86,7 @@ func main() {
 	flag.StringVar(&c.kafkaScript, "kafka-script", "", "kafka.sh (default: e2e/bench/kafka/kafka.sh of this module)")
 	flag.BoolVar(&c.verbose, "v", false, "echo the Kafka broker's log")
 	flag.BoolVar(&c.java, "java", true, "also consume with Apache Kafka's Java consumer (KafkaConsumer)")
+	flag.BoolVar(&c.lsm, "lsm", true, "also write the LSM primary-key table bench.orders_lsm with the same changes and measure it against Kafka (franz-go, cold and warm)")
 	flag.StringVar(&c.profile, "profile", "", "directory for CPU profiles of lakegw during extra, unmeasured cold and warm passes (default: none)")
 	flag.Func("gateway-env", "extra environment variable KEY=VALUE of the lakegw processes (repeatable), e.g. GOMEMLIMIT=400MiB", func(s string) error {
 		if !strings.Contains(s, "=") {
@@ -196,14 +203,26 @@ func run(ctx context.Context, c config) (err error) {
 	// 1. The table.
 	dataDir := filepath.Join(c.work, "lakegw-data")
 	t0 := time.Now()
-	gen, fresh, err := writeTables(ctx, dataDir, c)
+	tabs, err := writeTables(ctx, dataDir, c)
 	if err != nil {
 		return err
 	}
+	gen, fresh := tabs.gen, tabs.fresh
 	total := gen.Changes
-	logf("wrote %s: %d change records in %d snapshots, %d data files, in %v", mainTopic, total, gen.Snapshots, len(gen.DataFiles), time.Since(t0).Round(time.Millisecond))
+	wrote := time.Since(t0)
+	if tabs.lsm != nil {
+		wrote -= tabs.lsm.Elapsed
+	}
+	logf("wrote %s: %d change records in %d snapshots, %d data files, in %v", mainTopic, total, gen.Snapshots, len(gen.DataFiles), wrote.Round(time.Millisecond))
 
 	r := &results{cfg: c, total: total, snapshots: gen.Snapshots}
+	if lt := tabs.lsm; lt != nil {
+		logf("wrote %s: %d change records in %d commits, %d compactions, in %v", lsmTopic, lt.Changes, lt.Commits, lt.Compactions, lt.Elapsed.Round(time.Millisecond))
+		r.lsmCommits, r.lsmCompactions = lt.Commits, lt.Compactions
+	} else if tabs.lsmErr != nil {
+		r.lsmErr = tabs.lsmErr.Error()
+		logf("no %s, its passes are skipped: %v", lsmTopic, tabs.lsmErr)
+	}
 	gw := gatewayOpts{bin: c.lakegwBin, dataDir: dataDir, cacheBytes: c.cacheBytes, changesBytes: c.changesBytes, env: c.gatewayEnv}
 
 	// 2. First gateway: index every snapshot (derivation to count records),
@@ -233,6 +252,12 @@ func run(ctx context.Context, c config) (err error) {
 	r.add(row{name: "lakegw first read, copied into Kafka by a franz-go producer", res: copied, cpu: cpuSeconds(g1.pid()) - cpu0})
 	r.refSum = copied.Sum
 	logf("copied %d records (%.1f MB) into Kafka in %v", copied.Records, float64(copied.Bytes)/1e6, copied.Elapsed.Round(time.Millisecond))
+	if r.lsmOn() {
+		if err := lsmReference(ctx, g1.addr, r, total); err != nil {
+			g1.stop()
+			return err
+		}
+	}
 	g1.stop()
 	if n, err := endOffset(ctx, kafka.addr, mainTopic); err != nil || n != total {
 		return fmt.Errorf("kafka holds %d records (%v), want %d", n, err, total)
@@ -242,9 +267,24 @@ func run(ctx context.Context, c config) (err error) {
 	// second consumer of the same range), interleaved per repetition.
 	var g *proc
 	defer func() { g.stop() }()
-	// A long-running broker has a warm JIT: one unmeasured pass first.
-	if _, err := consume(ctx, kafka.addr, mainTopic, 0, total, nil); err != nil {
+	// A long-running broker has a warm JIT: one unmeasured pass first. It
+	// also takes the digest of the changes bench.orders describes, which
+	// the LSM topic must equal (changeDigest).
+	var mainDigest changeDigest
+	var each func(*kgo.Record)
+	if r.lsmOn() {
+		each = mainDigest.add
+	}
+	if _, err := consume(ctx, kafka.addr, mainTopic, 0, total, each); err != nil {
 		return err
+	}
+	if r.lsmOn() {
+		r.lsmDigest = mainDigest.total()
+		if d := mainDigest.compare(r.lsmChanges, mainTopic, lsmTopic); d != "" {
+			r.checkErrs = append(r.checkErrs, fmt.Sprintf("%s does not describe the same changes as %s: %s", lsmTopic, mainTopic, d))
+		} else {
+			logf("%s describes the same changes as %s: %d records in %d snapshots, digest %016x", lsmTopic, mainTopic, total, len(mainDigest.snaps), r.lsmDigest)
+		}
 	}
 	for rep := range c.reps {
 		cpu0 := cpuSeconds(kafka.pid())
@@ -276,6 +316,12 @@ func run(ctx context.Context, c config) (err error) {
 
 		if c.java {
 			if err := javaPasses(ctx, c, r, rep, kafka, &g, gw, total); err != nil {
+				return err
+			}
+		}
+
+		if r.lsmOn() {
+			if err := lsmPasses(ctx, r, rep, gw, total); err != nil {
 				return err
 			}
 		}
@@ -357,30 +403,51 @@ func run(ctx context.Context, c config) (err error) {
 	return r.write(os.Stdout)
 }
 
-// writeTables writes the benchmark table and the small table the
-// freshness measurement commits to.
-func writeTables(ctx context.Context, dataDir string, c config) (*tableGen, *tableGen, error) {
+// benchTables are the tables writeTables wrote.
+type benchTables struct {
+	gen *tableGen
+	// lsm is bench.orders_lsm (nil without -lsm, or when lakegw cannot
+	// create it: lsmErr says why).
+	lsm    *lsmTable
+	lsmErr error
+	fresh  *tableGen
+}
+
+// writeTables writes the benchmark table, with -lsm the LSM table with the
+// same changes (one commit per snapshot, right after it), and the small
+// table the freshness measurement commits to.
+func writeTables(ctx context.Context, dataDir string, c config) (benchTables, error) {
+	var t benchTables
 	cat, err := lake.OpenCatalog(ctx, dataDir, nil)
 	if err != nil {
-		return nil, nil, err
+		return t, err
 	}
-	gen, err := newTableGen(ctx, cat, table.Identifier{"bench", "orders"}, 1, c.tableProps)
-	if err != nil {
-		return nil, nil, err
+	if t.gen, err = newTableGen(ctx, cat, table.Identifier{"bench", "orders"}, 1, c.tableProps); err != nil {
+		return t, err
 	}
-	for gen.Changes < c.records {
-		if err := gen.commit(ctx, int(min(int64(c.snapRecords), c.records-gen.Changes))); err != nil {
-			return nil, nil, err
+	if c.lsm {
+		// A table lakegw refuses to create (an unsupported column type)
+		// is reported in the results rather than failing the run; any
+		// later failure to write it is an error.
+		t.lsm, t.lsmErr = newLSMTable(ctx, cat, c.tableProps)
+	}
+	for t.gen.Changes < c.records {
+		if err := t.gen.commit(ctx, int(min(int64(c.snapRecords), c.records-t.gen.Changes))); err != nil {
+			return t, err
+		}
+		if t.lsm != nil {
+			if err := t.lsm.apply(ctx, t.gen.LastChanges); err != nil {
+				return t, err
+			}
 		}
 	}
-	fresh, err := newTableGen(ctx, cat, table.Identifier{"bench", "fresh"}, 2, c.tableProps)
-	if err != nil {
-		return nil, nil, err
+	if t.fresh, err = newTableGen(ctx, cat, table.Identifier{"bench", "fresh"}, 2, c.tableProps); err != nil {
+		return t, err
 	}
-	if err := fresh.commit(ctx, 10); err != nil {
-		return nil, nil, err
+	if err := t.fresh.commit(ctx, 10); err != nil {
+		return t, err
 	}
-	return gen, fresh, nil
+	return t, nil
 }
 
 type fanResult struct {

@@ -37,7 +37,21 @@ type results struct {
 	kafkaRSS     int64
 	elapsed      time.Duration
 	checkErrs    []string
+
+	// bench.orders_lsm (-lsm): lsmErr says why it was not measured;
+	// lsmRefSum is the CRC of its first read, which every measured pass
+	// must reproduce; lsmChanges the digest of the changes it describes,
+	// lsmDigest that of bench.orders (equal to it, or checkErrs says so).
+	lsmErr         string
+	lsmRefSum      uint32
+	lsmChanges     *changeDigest
+	lsmDigest      uint64
+	lsmCommits     int
+	lsmCompactions int
 }
+
+// lsmOn says whether bench.orders_lsm is measured.
+func (r *results) lsmOn() bool { return r.cfg.lsm && r.lsmErr == "" }
 
 func (r *results) add(x row) { r.extra = append(r.extra, x) }
 
@@ -45,8 +59,14 @@ func (r *results) addRep(kind string, rep int, res consumeResult, cpu float64) {
 	if r.reps == nil {
 		r.reps = map[string][]row{}
 	}
-	if kind != "floor" && res.Sum != r.refSum {
-		r.checkErrs = append(r.checkErrs, fmt.Sprintf("%s pass %d: record CRC %08x differs from the copied stream's %08x", kind, rep+1, res.Sum, r.refSum))
+	ref, of := r.refSum, "the copied stream's"
+	if strings.HasPrefix(kind, "lsm_") {
+		// Another topic: compared with its own first read, whose changes
+		// were checked against bench.orders (changeDigest).
+		ref, of = r.lsmRefSum, "the first read of "+lsmTopic+"'s"
+	}
+	if kind != "floor" && res.Sum != ref {
+		r.checkErrs = append(r.checkErrs, fmt.Sprintf("%s pass %d: record CRC %08x differs from %s %08x", kind, rep+1, res.Sum, of, ref))
 	}
 	r.reps[kind] = append(r.reps[kind], row{res: res, cpu: cpu})
 }
@@ -119,6 +139,11 @@ func (r *results) write(stdout io.Writer) error {
 		"Client: franz-go (and Apache Kafka's Java KafkaConsumer where noted), one consumer of partition 0 from offset 0 unless noted. lakegw --cache-bytes %d MiB, --changes-cache-bytes %d MiB, --batch-records 1000, no compression; "+
 		"Kafka KRaft single node, default configuration, same records produced uncompressed. Medians of %d passes. Run took %v.\n\n",
 		machine(), r.snapshots, r.cfg.cacheBytes>>20, r.cfg.changesBytes>>20, r.cfg.reps, r.elapsed.Round(time.Second))
+	if r.cfg.lsm && r.lsmCommits > 0 {
+		fmt.Fprintf(&md, "LSM table: %s, lakegw's own primary-key table (primary key id, 1 bucket, deduplicate merge engine, Iceberg v2), "+
+			"written by the lsm package with the same changes as %s: one commit per snapshot (%d commits), universal compaction after each as `lakegw load` does (%d compactions); "+
+			"the gateway serves its changelog files. Its passes run after the others of each repetition, on a new gateway.\n\n", lsmTopic, mainTopic, r.lsmCommits, r.lsmCompactions)
+	}
 	if len(r.cfg.gatewayEnv) > 0 || len(r.cfg.tableProps) > 0 {
 		fmt.Fprintf(&md, "Non-default settings: lakegw environment %v, table properties %v.\n\n", r.cfg.gatewayEnv, r.cfg.tableProps)
 	}
@@ -147,9 +172,18 @@ func (r *results) write(stdout io.Writer) error {
 		line("lakegw cold, Java consumer", r.median("cold_java"))
 		line("lakegw warm, Java consumer", r.median("warm_java"))
 	}
+	lsmCold, lsmWarm := r.median("lsm_cold"), r.median("lsm_warm")
+	lsmMeasured := r.cfg.lsm && len(r.reps["lsm_cold"]) > 0 && len(r.reps["lsm_warm"]) > 0
+	if lsmMeasured {
+		line("lakegw LSM cold ("+lsmTopic+"; new process: nothing cached)", lsmCold)
+		line("lakegw LSM warm ("+lsmTopic+"; second consumer of the same range)", lsmWarm)
+	}
 	line("floor: bare Parquet decode of the data files (arrow-go; MB = file bytes)", floor)
 	for _, x := range r.extra {
 		line(x.name, x)
+	}
+	if r.cfg.lsm && !lsmMeasured {
+		fmt.Fprintf(&md, "\n**%s was not measured:** %s\n", lsmTopic, r.lsmErr)
 	}
 
 	fmt.Fprintf(&md, "\n### Freshness: a consumer waits at the high watermark; time from the start of the write to the first record\n\n")
@@ -190,11 +224,19 @@ func (r *results) write(stdout io.Writer) error {
 		add("java_warm_vs_kafka", warmj.res.recsPerSec()/kj.res.recsPerSec())
 		add("java_cold_vs_kafka", coldj.res.recsPerSec()/kj.res.recsPerSec())
 	}
+	if lsmMeasured {
+		add("lsm_warm_vs_kafka", lsmWarm.res.recsPerSec()/k.res.recsPerSec())
+		add("lsm_cold_vs_kafka", lsmCold.res.recsPerSec()/k.res.recsPerSec())
+	}
 	add("floor_vs_kafka", floor.res.recsPerSec()/k.res.recsPerSec())
 	add("cold_vs_floor", cold.res.recsPerSec()/floor.res.recsPerSec())
 	if k.cpu > 0 && warm.cpu > 0 && cold.cpu > 0 {
 		add("warm_server_cpu_vs_kafka", warm.cpu/k.cpu)
 		add("cold_server_cpu_vs_kafka", cold.cpu/k.cpu)
+	}
+	if lsmMeasured && k.cpu > 0 && lsmWarm.cpu > 0 && lsmCold.cpu > 0 {
+		add("lsm_warm_server_cpu_vs_kafka", lsmWarm.cpu/k.cpu)
+		add("lsm_cold_server_cpu_vs_kafka", lsmCold.cpu/k.cpu)
 	}
 	add("p50_commit_to_consume_ms", ms(percentile(r.freshGW.EndToEnd, .5)))
 	add("p99_commit_to_consume_ms", ms(percentile(r.freshGW.EndToEnd, .99)))
@@ -247,6 +289,14 @@ func (r *results) write(stdout io.Writer) error {
 			target{"java_warm_vs_kafka >= 1.0", warmj.res.recsPerSec() >= kj.res.recsPerSec(), fmt.Sprintf("%.2f", warmj.res.recsPerSec()/kj.res.recsPerSec())},
 			target{"java_cold_vs_kafka >= 0.5", coldj.res.recsPerSec() >= 0.5*kj.res.recsPerSec(), fmt.Sprintf("%.2f", coldj.res.recsPerSec()/kj.res.recsPerSec())})
 	}
+	if lsmMeasured {
+		targets = append(targets,
+			target{"lsm_warm_vs_kafka >= 1.0", lsmWarm.res.recsPerSec() >= k.res.recsPerSec(), fmt.Sprintf("%.2f", lsmWarm.res.recsPerSec()/k.res.recsPerSec())},
+			target{"lsm_cold_vs_kafka >= 0.5", lsmCold.res.recsPerSec() >= 0.5*k.res.recsPerSec(), fmt.Sprintf("%.2f", lsmCold.res.recsPerSec()/k.res.recsPerSec())})
+	} else if r.cfg.lsm {
+		why := "not measured: " + r.lsmErr
+		targets = append(targets, target{"lsm_warm_vs_kafka >= 1.0", false, why}, target{"lsm_cold_vs_kafka >= 0.5", false, why})
+	}
 	targets = append(targets, []target{
 		{"p99_commit_to_consume <= 1000 ms", percentile(r.freshGW.EndToEnd, .99) <= time.Second, fmt.Sprintf("%.0f ms", ms(percentile(r.freshGW.EndToEnd, .99)))},
 	}...)
@@ -269,6 +319,11 @@ func (r *results) write(stdout io.Writer) error {
 		fmt.Fprintf(&md, "\n**Record check failed:** %s\n", strings.Join(r.checkErrs, "; "))
 	} else {
 		fmt.Fprintf(&md, "\nEvery Kafka, cold and warm pass served the same records (CRC-32C over offset, timestamp, key, value and headers: %08x).\n", r.refSum)
+		if lsmMeasured {
+			fmt.Fprintf(&md, "%s describes the same changes as %s: %d records, and per snapshot the same multiset of (key, op, before-image, after-image) "+
+				"(snapshot ids, timestamps and the order within a snapshot differ; digest %016x); every LSM pass served the records of its first read (CRC-32C %08x).\n",
+				lsmTopic, mainTopic, r.total, r.lsmDigest, r.lsmRefSum)
+		}
 	}
 
 	if err := os.MkdirAll(r.cfg.out, 0o755); err != nil {

@@ -72,6 +72,26 @@ func mix(x uint64) uint64 {
 	return x
 }
 
+// changeKind is what one change record does to an order.
+type changeKind uint8
+
+const (
+	changeInsert changeKind = iota
+	changeUpdate
+	changeDelete
+)
+
+// change is one change record of a snapshot: an order inserted (version 0),
+// updated to a new version (the new row image is orderRow{id, version}) or
+// deleted (version is that of the deleted image). Every order changes at
+// most once per snapshot: inserts take new ids, and updates and deletes
+// each take a live row out of the live set until the commit.
+type change struct {
+	kind    changeKind
+	id      int64
+	version int32
+}
+
 // liveRow is where the current version of a live order sits.
 type liveRow struct {
 	id      int64
@@ -91,6 +111,10 @@ type tableGen struct {
 	// Changes is the number of change records committed so far (one per
 	// insert, update and delete).
 	Changes int64
+	// LastChanges are the changes of the last snapshot committed, in the
+	// order they were chosen (inserts, updates, deletes), so that another
+	// table (the LSM table, lsm_table.go) can apply exactly the same ones.
+	LastChanges []change
 	// Snapshots counts the commits.
 	Snapshots int
 	// RecentFiles is how many of the newest data files updates and deletes
@@ -148,8 +172,10 @@ func (g *tableGen) commit(ctx context.Context, n int) error {
 	nIns := n - nUpd - nDel
 	retired := map[int][]int64{} // file index -> deleted positions
 	var written []orderRow
+	changes := make([]change, 0, n)
 	for range nIns {
 		written = append(written, orderRow{id: g.next})
+		changes = append(changes, change{kind: changeInsert, id: g.next})
 		g.next++
 	}
 	for range nUpd {
@@ -159,6 +185,7 @@ func (g *tableGen) commit(ctx context.Context, n int) error {
 		}
 		retired[fi] = append(retired[fi], r.pos)
 		written = append(written, orderRow{id: r.id, version: r.version + 1})
+		changes = append(changes, change{kind: changeUpdate, id: r.id, version: r.version + 1})
 	}
 	for range nDel {
 		fi, r, ok := g.takeRecent()
@@ -166,6 +193,7 @@ func (g *tableGen) commit(ctx context.Context, n int) error {
 			break
 		}
 		retired[fi] = append(retired[fi], r.pos)
+		changes = append(changes, change{kind: changeDelete, id: r.id, version: r.version})
 	}
 
 	tbl, err := g.cat.LoadTable(ctx, g.ident)
@@ -223,7 +251,8 @@ func (g *tableGen) commit(ctx context.Context, n int) error {
 	}
 	g.files = append(g.files, path)
 	g.live = append(g.live, rows)
-	g.Changes += int64(len(written) + nDel)
+	g.Changes += int64(len(changes))
+	g.LastChanges = changes
 	g.Snapshots++
 	return nil
 }
@@ -265,6 +294,49 @@ func (g *tableGen) takeRecent() (int, liveRow, bool) {
 	return 0, liveRow{}, false
 }
 
+// orderValues are the column values of one order row.
+type orderValues struct {
+	id, customerID int64
+	customerName   string
+	email          string // "" is null
+	product        string
+	quantity       int32
+	priceCents     int64 // price, decimal(12, 2), unscaled
+	status         string
+	createdAt      int64 // microseconds since the epoch
+	updatedAt      int64
+}
+
+// valuesOf computes the columns of version `version` of order id.
+func valuesOf(r orderRow, sb *strings.Builder) orderValues {
+	h := mix(uint64(r.id))
+	c := int64(h % 250_000)
+	first, last := firstNames[h>>20%uint64(len(firstNames))], lastNames[h>>28%uint64(len(lastNames))]
+	v := orderValues{id: r.id, customerID: c}
+	sb.Reset()
+	sb.WriteString(first)
+	sb.WriteByte(' ')
+	sb.WriteString(last)
+	v.customerName = sb.String()
+	if h>>36%20 != 0 {
+		sb.Reset()
+		sb.WriteString(strings.ToLower(first))
+		sb.WriteByte('.')
+		sb.WriteString(strings.ToLower(last))
+		fmt.Fprintf(sb, "%d@example.com", c)
+		v.email = sb.String()
+	}
+	v.product = productNames[h>>40%uint64(len(productNames))]
+	hv := mix(h + uint64(r.version))
+	v.quantity = int32(1 + hv%5)
+	v.priceCents = int64(500 + hv>>8%200_000)
+	v.status = statuses[min(int(r.version), len(statuses)-1)]
+	ts := epoch.Add(time.Duration(r.id) * time.Second)
+	v.createdAt = ts.UnixMicro()
+	v.updatedAt = ts.Add(time.Duration(r.version) * 17 * time.Minute).UnixMicro()
+	return v
+}
+
 func (g *tableGen) buildBatch(rows []orderRow) arrow.RecordBatch {
 	b := array.NewRecordBuilder(memory.DefaultAllocator, g.arrowSc)
 	defer b.Release()
@@ -280,34 +352,21 @@ func (g *tableGen) buildBatch(rows []orderRow) arrow.RecordBatch {
 	updated := b.Field(9).(*array.TimestampBuilder)
 	var sb strings.Builder
 	for _, r := range rows {
-		h := mix(uint64(r.id))
-		c := int64(h % 250_000)
-		first, last := firstNames[h>>20%uint64(len(firstNames))], lastNames[h>>28%uint64(len(lastNames))]
-		id.Append(r.id)
-		cust.Append(c)
-		sb.Reset()
-		sb.WriteString(first)
-		sb.WriteByte(' ')
-		sb.WriteString(last)
-		name.Append(sb.String())
-		if h>>36%20 == 0 {
+		v := valuesOf(r, &sb)
+		id.Append(v.id)
+		cust.Append(v.customerID)
+		name.Append(v.customerName)
+		if v.email == "" {
 			email.AppendNull()
 		} else {
-			sb.Reset()
-			sb.WriteString(strings.ToLower(first))
-			sb.WriteByte('.')
-			sb.WriteString(strings.ToLower(last))
-			fmt.Fprintf(&sb, "%d@example.com", c)
-			email.Append(sb.String())
+			email.Append(v.email)
 		}
-		product.Append(productNames[h>>40%uint64(len(productNames))])
-		hv := mix(h + uint64(r.version))
-		qty.Append(int32(1 + hv%5))
-		price.Append(decimal128.FromI64(int64(500 + hv>>8%200_000)))
-		status.Append(statuses[min(int(r.version), len(statuses)-1)])
-		ts := epoch.Add(time.Duration(r.id) * time.Second)
-		created.Append(arrow.Timestamp(ts.UnixMicro()))
-		updated.Append(arrow.Timestamp(ts.Add(time.Duration(r.version) * 17 * time.Minute).UnixMicro()))
+		product.Append(v.product)
+		qty.Append(v.quantity)
+		price.Append(decimal128.FromI64(v.priceCents))
+		status.Append(v.status)
+		created.Append(arrow.Timestamp(v.createdAt))
+		updated.Append(arrow.Timestamp(v.updatedAt))
 	}
 	return b.NewRecordBatch()
 }
