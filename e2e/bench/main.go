@@ -338,7 +338,12 @@ func run(ctx context.Context, c config) (err error) {
 	if c.profile != "" {
 		g.stop()
 		g = nil
-		if err := profilePasses(ctx, gw, c.profile, total, r.median("cold").res.Elapsed, r.median("warm").res.Elapsed); err != nil {
+		// A fan-out of n takes about n times a single warm pass of its
+		// records.
+		n := slices.Max(c.fanout)
+		took := time.Duration(float64(r.median("warm").res.Elapsed) * float64(n) * float64(c.fanoutRecords) / float64(total))
+		if err := profilePasses(ctx, gw, c.profile, total, r.median("cold").res.Elapsed, r.median("warm").res.Elapsed,
+			n, c.fanoutRecords, took); err != nil {
 			return err
 		}
 		if g, err = startGateway(ctx, gw); err != nil {

@@ -16,7 +16,11 @@ import (
 // dir (cold.pprof, warm.pprof): the profile of the server as the benchmark
 // drives it, network and client included, for `go tool pprof`. Each profile
 // lasts as long as its measured pass took, plus a second.
-func profilePasses(ctx context.Context, gw gatewayOpts, dir string, total int64, cold, warm time.Duration) error {
+//
+// With fanout > 1 it also profiles fanout consumers of fanoutRecords at
+// once (fanout.pprof), expected to take about fanoutTook.
+func profilePasses(ctx context.Context, gw gatewayOpts, dir string, total int64, cold, warm time.Duration,
+	fanout int, fanoutRecords int64, fanoutTook time.Duration) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -45,6 +49,21 @@ func profilePasses(ctx context.Context, gw gatewayOpts, dir string, total int64,
 			return fmt.Errorf("%s profile: %w", pass.name, err)
 		}
 		logf("saved a %d s CPU profile of the %s pass: go tool pprof %s", secs, pass.name, path)
+	}
+	// The largest fan-out on the warm gateway, for as long as the measured
+	// one is expected to take (at most a minute).
+	if fanout > 1 {
+		secs := int(min(max(fanoutTook.Seconds(), 5), 60)) + 1
+		got := make(chan error, 1)
+		path := filepath.Join(dir, "fanout.pprof")
+		go func() { got <- saveProfile(ctx, debugAddr, secs, path) }()
+		if _, err := consumeMany(ctx, g.addr, mainTopic, fanout, 0, fanoutRecords); err != nil {
+			return fmt.Errorf("fan-out pass: %w", err)
+		}
+		if err := <-got; err != nil {
+			return fmt.Errorf("fan-out profile: %w", err)
+		}
+		logf("saved a %d s CPU profile of %d consumers at once: go tool pprof %s", secs, fanout, path)
 	}
 	// What the warm gateway holds: go tool pprof -sample_index inuse_space.
 	path := filepath.Join(dir, "heap.pprof")
