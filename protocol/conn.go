@@ -36,10 +36,13 @@ func newConn(s *Server, nc net.Conn) *conn {
 }
 
 // frame is one framed response. pooled frames go back to bytepool once
-// written.
+// written. When bufs is set, the frame is bufs (slices of b and buffers it
+// does not own), written with one writev, after which done is called.
 type frame struct {
 	b      []byte
 	pooled bool
+	bufs   net.Buffers
+	done   func()
 }
 
 // pending is the response slot of one request; a frame with nil bytes
@@ -88,7 +91,10 @@ func (c *conn) writeLoop(ctx context.Context, cancel context.CancelFunc, slots <
 			c.nc.Close()
 			return
 		}
-		_, err := w.Write(resp.b)
+		err := c.write(w, resp)
+		if resp.done != nil {
+			resp.done()
+		}
 		if resp.pooled {
 			// bufio has copied or written it: nothing refers to it now.
 			bytepool.Put(resp.b)
@@ -107,6 +113,20 @@ func (c *conn) writeLoop(ctx context.Context, cancel context.CancelFunc, slots <
 		}
 	}
 	_ = w.Flush()
+}
+
+// write sends one frame: through the buffered writer, or, for a frame of
+// several buffers, after what is buffered, with one writev.
+func (c *conn) write(w *bufio.Writer, f frame) error {
+	if f.bufs == nil {
+		_, err := w.Write(f.b)
+		return err
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	_, err := f.bufs.WriteTo(c.nc)
+	return err
 }
 
 func (c *conn) readLoop(ctx context.Context, slots chan<- pending) {
@@ -192,8 +212,18 @@ func (c *conn) handle(ctx context.Context, req *request) (out frame) {
 		return frame{b: noResponse}
 	}
 	if br, ok := resp.(*bufferedResponse); ok {
-		// Large answers are framed in a pooled buffer, and the buffer
-		// their record batches were read into goes back at once.
+		br.SetVersion(req.msg.GetVersion())
+		if fr, isFetch := br.Response.(*kmsg.FetchResponse); isFetch {
+			// The record batches go to the socket from the buffer they
+			// were read into, which goes back once they are written.
+			head, bufs, ok := fetchFrame(bytepool.Get(4096), req.correlationID, fr)
+			if ok {
+				return frame{b: head, pooled: true, bufs: bufs, done: br.release}
+			}
+			bytepool.Put(head)
+		}
+		// Framed in a pooled buffer; the buffer the record batches were
+		// read into goes back at once.
 		b := frameResponse(req, br.Response, bytepool.Get(br.size))
 		br.release()
 		return frame{b: b, pooled: true}
