@@ -33,6 +33,12 @@ func appendValue(b array.Builder, v any) error {
 		bb.Append(arrow.Date32(v.(int32)))
 	case *array.TimestampBuilder:
 		bb.Append(arrow.Timestamp(v.(int64)))
+	case *array.Decimal128Builder:
+		d := v.(Decimal)
+		if s := bb.Type().(*arrow.Decimal128Type).Scale; d.Scale != s {
+			return fmt.Errorf("decimal %s has scale %d, the column %d", d, d.Scale, s)
+		}
+		bb.Append(d.Unscaled)
 	default:
 		return fmt.Errorf("no value conversion for %T", b)
 	}
@@ -67,6 +73,11 @@ func valueAt(a arrow.Array, i int) (any, error) {
 		return int32(x.Value(i)), nil
 	case *array.Timestamp:
 		return int64(x.Value(i)), nil
+	case *array.Decimal128:
+		// pqarrow reads every Parquet DECIMAL of up to 38 digits (INT32,
+		// INT64 or FIXED_LEN_BYTE_ARRAY) as decimal128 of the file's
+		// precision and scale.
+		return Decimal{Unscaled: x.Value(i), Scale: x.DataType().(*arrow.Decimal128Type).Scale}, nil
 	}
 	return nil, fmt.Errorf("unsupported arrow column type %s", a.DataType())
 }

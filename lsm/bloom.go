@@ -4,6 +4,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	icebergio "github.com/apache/iceberg-go/io"
+	pqgo "github.com/parquet-go/parquet-go"
 )
 
 // bloomProbeMax is how many candidate keys a lookup checks against a file's
@@ -48,7 +49,7 @@ func bloomCandidates(fs icebergio.IO, sp *spec, path string, keyRows []Row, cand
 			}
 			all := true
 			for i, ci := range sp.keyIdx {
-				if !bloomCheck(filters[i], keyRows[k][ci]) {
+				if !bloomCheck(filters[i], keyRows[k][ci], sp.decs[ci]) {
 					all = false
 					break
 				}
@@ -65,11 +66,25 @@ func bloomCandidates(fs icebergio.IO, sp *spec, path string, keyRows []Row, cand
 	return out, nil
 }
 
-// bloomCheck hashes a canonical value as Parquet stores it.
-func bloomCheck(bf metadata.BloomFilter, v any) bool {
+// bloomCheck hashes a canonical value as Parquet stores it (dec is the
+// type of a decimal column: its physical type is the one hashed).
+func bloomCheck(bf metadata.BloomFilter, v any, dec decType) bool {
 	h := bf.Hasher()
 	var hash uint64
 	switch x := v.(type) {
+	case Decimal:
+		pv, err := decimalValue(x, dec)
+		if err != nil {
+			return true // not a value of the column: rule nothing out
+		}
+		switch pv.Kind() {
+		case pqgo.Int32:
+			hash = metadata.GetHash(h, pv.Int32())
+		case pqgo.Int64:
+			hash = metadata.GetHash(h, pv.Int64())
+		default:
+			hash = metadata.GetHash(h, parquet.FixedLenByteArray(pv.ByteArray()))
+		}
 	case int32:
 		hash = metadata.GetHash(h, x)
 	case int64:

@@ -105,6 +105,8 @@ func keyFilter(sp *spec, kr Row) iceberg.BooleanExpression {
 			p = iceberg.EqualTo(ref, v)
 		case []byte:
 			p = iceberg.EqualTo(ref, v)
+		case Decimal:
+			p = iceberg.EqualTo(ref, iceberg.Decimal{Val: v.Unscaled, Scale: int(v.Scale)})
 		default:
 			return nil
 		}

@@ -115,21 +115,28 @@ func renderMap(m map[string]any) string {
 	return strings.Join([]string{renderValue(m["id"]), renderValue(m["name"]), renderValue(m["qty"]), renderValue(m["price"])}, "|")
 }
 
-// deriveAll derives the change events of every snapshot of the table and
-// renders them per partition as "op before -> after".
-func deriveEvents(t testing.TB, tbl *table.Table, snapID int64) []string {
+// snapshotRef is the main-history entry of snapshot id.
+func snapshotRef(t testing.TB, tbl *table.Table, id int64) changelog.SnapshotRef {
 	t.Helper()
-	ctx := context.Background()
 	hist, err := changelog.MainHistory(tbl.Metadata())
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ref changelog.SnapshotRef
 	for _, h := range hist {
-		if h.SnapshotID == snapID {
-			ref = h
+		if h.SnapshotID == id {
+			return h
 		}
 	}
+	t.Fatalf("snapshot %d is not in the main history", id)
+	return changelog.SnapshotRef{}
+}
+
+// deriveEvents derives the change events of snapshot snapID of the table and
+// renders them per partition as "op before -> after".
+func deriveEvents(t testing.TB, tbl *table.Table, snapID int64) []string {
+	t.Helper()
+	ctx := context.Background()
+	ref := snapshotRef(t, tbl, snapID)
 	parts := int32(tbl.Properties().GetInt(PropPartitions, 1))
 	c, err := changelog.Derive(ctx, tbl, ref, changelog.Options{Partitions: parts})
 	if err != nil {

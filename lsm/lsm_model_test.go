@@ -180,16 +180,7 @@ func testRandomizedModel(t *testing.T, version int) {
 func replayChanges(t *testing.T, tbl *table.Table, snapID int64, replay map[string]string) {
 	t.Helper()
 	ctx := context.Background()
-	hist, err := changelog.MainHistory(tbl.Metadata())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ref changelog.SnapshotRef
-	for _, h := range hist {
-		if h.SnapshotID == snapID {
-			ref = h
-		}
-	}
+	ref := snapshotRef(t, tbl, snapID)
 	parts := int32(tbl.Properties().GetInt(PropPartitions, 1))
 	sp, err := parseSpec(tbl.Schema(), tbl.Properties())
 	if err != nil {

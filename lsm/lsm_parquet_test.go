@@ -296,11 +296,12 @@ func describeColumn(c *pqschema.Column) string {
 }
 
 // pqarrowSchema is the Parquet schema of a file pqarrow writes for sc, as
-// read back from the file.
+// read back from the file. Decimals are stored as integers up to 18
+// digits, as the Iceberg spec maps them.
 func pqarrowSchema(t *testing.T, sc *arrow.Schema) *pqschema.Schema {
 	t.Helper()
 	var buf bytes.Buffer
-	w, err := pqarrow.NewFileWriter(sc, &buf, parquet.NewWriterProperties(), pqarrow.DefaultWriterProps())
+	w, err := pqarrow.NewFileWriter(sc, &buf, parquet.NewWriterProperties(parquet.WithStoreDecimalAsInteger(true)), pqarrow.DefaultWriterProps())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -314,8 +315,9 @@ func pqarrowSchema(t *testing.T, sc *arrow.Schema) *pqschema.Schema {
 	return meta.Schema
 }
 
-// pqarrowRunDataFile writes d as lakegw wrote run files with pqarrow and
-// returns the DataFile iceberg-go derives from its footer.
+// pqarrowRunDataFile writes d as lakegw wrote run files with pqarrow
+// (decimals of up to 18 digits as integers, as the Iceberg spec maps them)
+// and returns the DataFile iceberg-go derives from its footer.
 func pqarrowRunDataFile(t *testing.T, tbl *table.Table, sp *spec, sc *arrow.Schema, d *runData) iceberg.DataFile {
 	t.Helper()
 	n := len(sp.names)
@@ -328,7 +330,7 @@ func pqarrowRunDataFile(t *testing.T, tbl *table.Table, sp *spec, sc *arrow.Sche
 	}
 	defer rec.Release()
 	var buf bytes.Buffer
-	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Zstd), parquet.WithStats(true))
+	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Zstd), parquet.WithStats(true), parquet.WithStoreDecimalAsInteger(true))
 	w, err := pqarrow.NewFileWriter(sc, &buf, props, pqarrow.DefaultWriterProps())
 	if err != nil {
 		t.Fatal(err)

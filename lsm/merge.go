@@ -75,7 +75,7 @@ func parseEngine(s *spec, props iceberg.Properties) (*mergeEngine, error) {
 func checkAgg(f string, k kind) error {
 	switch f {
 	case "sum":
-		if k != kInt32 && k != kInt64 && k != kFloat32 && k != kFloat64 {
+		if k != kInt32 && k != kInt64 && k != kFloat32 && k != kFloat64 && k != kDecimal {
 			return fmt.Errorf("sum needs a numeric column")
 		}
 	case "count":
@@ -91,20 +91,22 @@ func checkAgg(f string, k kind) error {
 }
 
 // merge returns the row after applying the write in to the stored row old
-// (nil when the key has no row). It never modifies old or in.
-func (e *mergeEngine) merge(s *spec, old, in Row) Row {
+// (nil when the key has no row). It never modifies old or in. It fails
+// only when an aggregate does not fit its column (a decimal sum beyond the
+// precision).
+func (e *mergeEngine) merge(s *spec, old, in Row) (Row, error) {
 	switch e.name {
 	case EngineFirstRow:
 		if old != nil {
-			return old
+			return old, nil
 		}
-		return slices.Clone(in)
+		return slices.Clone(in), nil
 	case EnginePartialUpdate:
-		return e.partial(old, in)
+		return e.partial(old, in), nil
 	case EngineAggregation:
 		return e.aggregate(s, old, in)
 	}
-	return slices.Clone(in)
+	return slices.Clone(in), nil
 }
 
 // partial: a null in the input keeps the stored value; columns of a
@@ -138,7 +140,7 @@ func (e *mergeEngine) partial(old, in Row) Row {
 	return out
 }
 
-func (e *mergeEngine) aggregate(s *spec, old, in Row) Row {
+func (e *mergeEngine) aggregate(s *spec, old, in Row) (Row, error) {
 	out := make(Row, len(in))
 	for i := range in {
 		var ov any
@@ -149,14 +151,19 @@ func (e *mergeEngine) aggregate(s *spec, old, in Row) Row {
 			out[i] = in[i]
 			continue
 		}
-		out[i] = aggValue(e.aggs[i], s.kinds[i], ov, in[i])
+		v, err := aggValue(e.aggs[i], s.kinds[i], s.decs[i], ov, in[i])
+		if err != nil {
+			return nil, fmt.Errorf("column %s: %w", s.names[i], err)
+		}
+		out[i] = v
 	}
-	return out
+	return out, nil
 }
 
 // aggValue folds one input value into the stored aggregate of a column of
-// kind k (acc is nil when the key had no row or no value).
-func aggValue(f string, k kind, acc, v any) any {
+// kind k, decimal type dec (acc is nil when the key had no row or no
+// value).
+func aggValue(f string, k kind, dec decType, acc, v any) (any, error) {
 	switch f {
 	case "count":
 		n := int64(0)
@@ -167,46 +174,50 @@ func aggValue(f string, k kind, acc, v any) any {
 			n++
 		}
 		if k == kInt32 {
-			return int32(n)
+			return int32(n), nil
 		}
-		return n
+		return n, nil
 	case "last_non_null":
 		if v != nil {
-			return v
+			return v, nil
 		}
-		return acc
+		return acc, nil
 	case "first_non_null":
 		if acc != nil {
-			return acc
+			return acc, nil
 		}
-		return v
+		return v, nil
 	}
 	if v == nil {
-		return acc
+		return acc, nil
 	}
 	if acc == nil {
-		return v
+		return v, nil
 	}
 	switch f {
 	case "sum":
 		switch x := acc.(type) {
 		case int32:
-			return x + v.(int32)
+			return x + v.(int32), nil
 		case int64:
-			return x + v.(int64)
+			return x + v.(int64), nil
 		case float32:
-			return x + v.(float32)
+			return x + v.(float32), nil
 		case float64:
-			return x + v.(float64)
+			return x + v.(float64), nil
+		case Decimal:
+			// Exact; a sum the column cannot hold is an error, not a
+			// wrapped or rounded value.
+			return sumDecimals(x, v.(Decimal), dec)
 		}
 	case "min":
 		if compareValues(v, acc) < 0 {
-			return v
+			return v, nil
 		}
 	case "max":
 		if compareValues(v, acc) > 0 {
-			return v
+			return v, nil
 		}
 	}
-	return acc
+	return acc, nil
 }

@@ -26,9 +26,13 @@ import (
 //     annotated DATE), long INT64, float FLOAT, double DOUBLE, string
 //     BYTE_ARRAY annotated STRING, binary plain BYTE_ARRAY, timestamp and
 //     timestamptz INT64 TIMESTAMP(MICROS) with isAdjustedToUTC false and
-//     true. Required Iceberg fields are REQUIRED, others OPTIONAL. LSM tables
-//     take primitive columns only (kindOf), so there is no nested type to
-//     map. TestLsmParquetGoMatchesPqarrow checks this against pqarrow.
+//     true, decimal(P, S) DECIMAL(P, S) on INT32 (P <= 9), INT64 (P <= 18)
+//     or else FIXED_LEN_BYTE_ARRAY of the fewest bytes that hold P digits
+//     (the Iceberg spec's mapping, which Iceberg Java writes, and pqarrow
+//     with WithStoreDecimalAsInteger). Required Iceberg fields are
+//     REQUIRED, others OPTIONAL. LSM tables take primitive columns only
+//     (kindOf), so there is no nested type to map. TestLsmParquetGoFiles
+//     and TestLsmDecimalTable check this against pqarrow.
 //   - Split-block bloom filters (the Parquet spec's, xxhash of the plain
 //     encoding) on the requested columns, sized per row group.
 //   - PLAIN encoding with RLE levels only, as every reader decodes it
@@ -37,7 +41,10 @@ import (
 //   - Data page v1 (what Iceberg Java writes, read by every reader), pages
 //     of about pqPageBytes, row groups of at most the given row count.
 //   - Chunk statistics (min/max/null count) on every column, from which
-//     table.DataFileFromMetadata derives the manifest metrics.
+//     table.DataFileFromMetadata derives the manifest metrics, in the
+//     order of the column's logical type: signed for decimals stored as
+//     FIXED_LEN_BYTE_ARRAY, which parquet-go would order as unsigned
+//     bytes (decimal_parquet.go).
 
 // pqPageBytes is the uncompressed size at which a data page is cut.
 const pqPageBytes = 256 << 10
@@ -51,6 +58,7 @@ type pqCol struct {
 	name     string
 	id       int
 	kind     kind
+	dec      decType // of a decimal column
 	required bool
 	bloom    bool
 }
@@ -61,7 +69,7 @@ func tableColumns(sp *spec, bloomKeys bool) []pqCol {
 	fields := sp.schema.Fields()
 	cols := make([]pqCol, len(fields))
 	for i, f := range fields {
-		cols[i] = pqCol{name: f.Name, id: f.ID, kind: sp.kinds[i], required: f.Required}
+		cols[i] = pqCol{name: f.Name, id: f.ID, kind: sp.kinds[i], dec: sp.decs[i], required: f.Required}
 	}
 	if bloomKeys {
 		for _, i := range sp.keyIdx {
@@ -71,9 +79,9 @@ func tableColumns(sp *spec, bloomKeys bool) []pqCol {
 	return cols
 }
 
-// leafNode is the Parquet type of a column kind.
-func leafNode(k kind) (parquet.Node, error) {
-	switch k {
+// leafNode is the Parquet type of a column.
+func leafNode(c pqCol) (parquet.Node, error) {
+	switch c.kind {
 	case kBool:
 		return parquet.Leaf(parquet.BooleanType), nil
 	case kInt32:
@@ -94,8 +102,10 @@ func leafNode(k kind) (parquet.Node, error) {
 		return parquet.TimestampAdjusted(parquet.Microsecond, false), nil
 	case kTimestampTz:
 		return parquet.TimestampAdjusted(parquet.Microsecond, true), nil
+	case kDecimal:
+		return decimalNode(c.dec)
 	}
-	return nil, fmt.Errorf("no Parquet type for column kind %d", k)
+	return nil, fmt.Errorf("no Parquet type for column kind %d", c.kind)
 }
 
 // pqSchema is the Parquet schema of cols, in their order (parquet.Group
@@ -103,7 +113,7 @@ func leafNode(k kind) (parquet.Node, error) {
 func pqSchema(cols []pqCol) (*parquet.Schema, error) {
 	g := make(orderedGroup, len(cols))
 	for i, c := range cols {
-		n, err := leafNode(c.kind)
+		n, err := leafNode(c)
 		if err != nil {
 			return nil, fmt.Errorf("column %s: %w", c.name, err)
 		}
@@ -161,17 +171,17 @@ func (f *orderedField) Value(base reflect.Value) reflect.Value {
 	return reflect.Value{}
 }
 
-// pqValue converts a canonical value (or nil) of a column to a Parquet
+// pqValue converts a canonical value (or nil) of column c to a Parquet
 // value at column index ci.
-func pqValue(v any, ci int, required bool) (parquet.Value, error) {
+func pqValue(v any, ci int, c pqCol) (parquet.Value, error) {
 	var def int
-	if !required {
+	if !c.required {
 		def = 1
 	}
 	var pv parquet.Value
 	switch x := v.(type) {
 	case nil:
-		if required {
+		if c.required {
 			return pv, fmt.Errorf("null in a required column")
 		}
 		return parquet.NullValue().Level(0, 0, ci), nil
@@ -190,6 +200,11 @@ func pqValue(v any, ci int, required bool) (parquet.Value, error) {
 		pv = parquet.ByteArrayValue(unsafe.Slice(unsafe.StringData(x), len(x)))
 	case []byte:
 		pv = parquet.ByteArrayValue(x)
+	case Decimal:
+		var err error
+		if pv, err = decimalValue(x, c.dec); err != nil {
+			return pv, err
+		}
 	default:
 		return pv, fmt.Errorf("no Parquet value for %T", v)
 	}
@@ -238,7 +253,7 @@ func encodeRows(cols []pqCol, n int, rowGroupRows int, value func(r, c int) any)
 		for r := start; r < end; r++ {
 			row := values[(r-start)*len(cols) : (r-start+1)*len(cols) : (r-start+1)*len(cols)]
 			for ci, c := range cols {
-				v, err := pqValue(value(r, ci), ci, c.required)
+				v, err := pqValue(value(r, ci), ci, c)
 				if err != nil {
 					return nil, fmt.Errorf("row %d column %s: %w", r, c.name, err)
 				}

@@ -63,8 +63,10 @@ func (t *Table) prepareBucket(ctx context.Context, fs icebergio.WriteFileIO, tbl
 		for _, o := range bw.ops[i] {
 			if o.del {
 				cur = nil
-			} else {
-				cur = sp.engine.merge(sp, cur, o.row)
+				continue
+			}
+			if cur, err = sp.engine.merge(sp, cur, o.row); err != nil {
+				return out, fmt.Errorf("bucket %d: merge a write of key %s: %w", bw.bucket, sp.describeKey(o.row), err)
 			}
 		}
 		switch {

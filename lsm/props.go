@@ -42,8 +42,11 @@ var aggFuncs = []string{"sum", "min", "max", "count", "last_non_null", "first_no
 // spec is what an LSM table's metadata says about its layout: columns,
 // key, buckets and merge engine.
 type spec struct {
-	schema  *iceberg.Schema
-	kinds   []kind
+	schema *iceberg.Schema
+	kinds  []kind
+	// decs[i] is the precision and scale of column i when it is a
+	// decimal (zero otherwise).
+	decs    []decType
 	names   []string
 	keyIdx  []int // positions of the key columns in a Row
 	keyIDs  []int
@@ -64,7 +67,14 @@ func parseSpec(schema *iceberg.Schema, props iceberg.Properties) (*spec, error) 
 		if err != nil {
 			return nil, fmt.Errorf("column %s: %w", f.Name, err)
 		}
+		var dec decType
+		if dt, ok := f.Type.(iceberg.DecimalType); ok {
+			if dec, err = decTypeOf(dt); err != nil {
+				return nil, fmt.Errorf("column %s: %w", f.Name, err)
+			}
+		}
 		s.kinds = append(s.kinds, k)
+		s.decs = append(s.decs, dec)
 		s.names = append(s.names, f.Name)
 		if slices.Contains(s.keyIDs, f.ID) {
 			s.keyIdx = append(s.keyIdx, i)
@@ -116,6 +126,15 @@ func (s *spec) keyOf(r Row) (string, error) {
 	return string(buf), nil
 }
 
+// describeKey renders a row's key columns for error messages ("id=5").
+func (s *spec) describeKey(r Row) string {
+	parts := make([]string, len(s.keyIdx))
+	for j, i := range s.keyIdx {
+		parts[j] = fmt.Sprintf("%s=%v", s.names[i], r[i])
+	}
+	return strings.Join(parts, ", ")
+}
+
 // rowFromMap converts a column-name map into a Row; unknown columns are
 // an error, missing ones null.
 func (s *spec) rowFromMap(m map[string]any) (Row, error) {
@@ -125,7 +144,7 @@ func (s *spec) rowFromMap(m map[string]any) (Row, error) {
 		if i < 0 {
 			return nil, fmt.Errorf("no column %q in the table (columns: %s)", name, strings.Join(s.names, ", "))
 		}
-		c, err := coerce(v, s.kinds[i])
+		c, err := coerce(v, s.kinds[i], s.decs[i])
 		if err != nil {
 			return nil, fmt.Errorf("column %s: %w", name, err)
 		}

@@ -141,10 +141,10 @@ func keyBounds(sp *spec, df iceberg.DataFile) (lower, upper []any) {
 	for i, ci := range sp.keyIdx {
 		id := sp.schema.Field(ci).ID
 		if v, ok := lb[id]; ok {
-			lower[i], _ = decodeBound(v, sp.kinds[ci])
+			lower[i], _ = decodeBound(v, sp.kinds[ci], sp.decs[ci])
 		}
 		if v, ok := ub[id]; ok {
-			upper[i], _ = decodeBound(v, sp.kinds[ci])
+			upper[i], _ = decodeBound(v, sp.kinds[ci], sp.decs[ci])
 		}
 	}
 	return lower, upper

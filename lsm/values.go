@@ -29,12 +29,13 @@ const (
 	kDate        // int32 days since the epoch
 	kTimestamp   // int64 microseconds, no zone
 	kTimestampTz // int64 microseconds, UTC
+	kDecimal     // Decimal, at the column's scale (decimal.go)
 )
 
 // Row is one row of an LSM table, one value per top-level column of the
 // schema, in order; nil is SQL null. Values are bool, int32, int64,
-// float32, float64, string, []byte (binary), int32 (date, days) and int64
-// (timestamps, microseconds).
+// float32, float64, string, []byte (binary), int32 (date, days), int64
+// (timestamps, microseconds) and Decimal.
 type Row []any
 
 func kindOf(t iceberg.Type) (kind, error) {
@@ -59,15 +60,21 @@ func kindOf(t iceberg.Type) (kind, error) {
 		return kTimestamp, nil
 	case iceberg.TimestampTzType:
 		return kTimestampTz, nil
+	case iceberg.DecimalType:
+		return kDecimal, nil
 	}
-	return 0, fmt.Errorf("column type %s is not supported by lakegw LSM tables (boolean, int, long, float, double, string, binary, date, timestamp, timestamptz are)", t)
+	return 0, fmt.Errorf("column type %s is not supported by lakegw LSM tables (boolean, int, long, float, double, string, binary, date, timestamp, timestamptz, decimal(P, S) are)", t)
 }
 
 // coerce converts an input value (Go native, or as decoded from JSON or
-// CSV text) to the column's canonical representation.
-func coerce(v any, k kind) (any, error) {
+// CSV text) to the column's canonical representation; dec is the type of
+// a decimal column.
+func coerce(v any, k kind, dec decType) (any, error) {
 	if v == nil {
 		return nil, nil
+	}
+	if k == kDecimal {
+		return coerceDecimal(v, dec)
 	}
 	if n, ok := v.(json.Number); ok {
 		v = string(n)
@@ -206,6 +213,9 @@ func compareValues(a, b any) int {
 		return cmp3(x, b.(string))
 	case []byte:
 		return bytes.Compare(x, b.([]byte))
+	case Decimal:
+		// One column, one scale: the unscaled values order as the values.
+		return x.Unscaled.Cmp(b.(Decimal).Unscaled)
 	}
 	return 0
 }
@@ -254,6 +264,12 @@ func appendKeyPart(dst []byte, v any) []byte {
 		return appendEscaped(dst, []byte(x))
 	case []byte:
 		return appendEscaped(dst, x)
+	case Decimal:
+		// The unscaled value as a 128-bit integer, sign bit flipped as
+		// for ints; every value of a column has the column's scale.
+		b := decimalBE16(x.Unscaled)
+		b[0] ^= 0x80
+		return append(dst, b[:]...)
 	}
 	return dst
 }
@@ -273,8 +289,9 @@ func appendEscaped(dst, b []byte) []byte {
 }
 
 // decodeBound decodes an Iceberg single-value binary bound (manifest
-// lower/upper bounds) into the canonical value of a column kind.
-func decodeBound(b []byte, k kind) (any, bool) {
+// lower/upper bounds) into the canonical value of a column kind; dec is
+// the type of a decimal column.
+func decodeBound(b []byte, k kind, dec decType) (any, bool) {
 	switch k {
 	case kBool:
 		if len(b) == 1 {
@@ -300,6 +317,11 @@ func decodeBound(b []byte, k kind) (any, bool) {
 		return string(b), true
 	case kBinary:
 		return bytes.Clone(b), true
+	case kDecimal:
+		// The unscaled value, big-endian two's complement, fewest bytes.
+		if n, ok := decimalFromBE(b); ok {
+			return Decimal{Unscaled: n, Scale: dec.scale}, true
+		}
 	}
 	return nil, false
 }
