@@ -60,14 +60,14 @@ func (c *batchCache) appendTo(k batchKey, dst []byte, room int) (out []byte, n i
 	return c.disk.appendTo(k, dst, room)
 }
 
-// add caches a freshly encoded batch on disk and in memory, and reports
-// whether the disk tier has it. It keeps no reference to v: the memory
-// tier holds a copy, so that v can be a reused buffer.
-func (c *batchCache) add(k batchKey, v []byte) (onDisk bool) {
+// add caches a freshly encoded batch on disk and, when inMemory, in
+// memory, and reports whether the disk tier has it. It keeps no reference
+// to v: the memory tier holds a copy, so that v can be a reused buffer.
+func (c *batchCache) add(k batchKey, v []byte, inMemory bool) (onDisk bool) {
 	if c.disk != nil {
 		onDisk = c.disk.add(k, v)
 	}
-	if c.maxBytes <= 0 || int64(len(v)) > c.maxBytes/4 {
+	if !inMemory || c.maxBytes <= 0 || int64(len(v)) > c.maxBytes/4 {
 		return onDisk
 	}
 	v = bytes.Clone(v)

@@ -21,7 +21,7 @@ func TestBatchCacheServesFromDiskBeyondMemory(t *testing.T) {
 	batch := func(i int) []byte { return bytes.Repeat([]byte{byte(i)}, 200<<10) }
 	key := func(i int) batchKey { return batchKey{topic: "t", baseOffset: int64(i) * 1000} }
 	for i := range 10 {
-		c.add(key(i), batch(i))
+		c.add(key(i), batch(i), true)
 	}
 	// 10 x 200 KiB = 2 MiB: all on disk, only the last in memory. Each
 	// read appends after what dst holds.
@@ -38,7 +38,7 @@ func TestBatchCacheServesFromDiskBeyondMemory(t *testing.T) {
 	}
 	// Past the disk budget the oldest segments go, with their files.
 	for i := 10; i < 40; i++ {
-		c.add(key(i), batch(i))
+		c.add(key(i), batch(i), true)
 	}
 	if d.bytes > 4<<20 {
 		t.Fatalf("disk cache holds %d bytes, over its 4 MiB budget", d.bytes)
@@ -48,6 +48,14 @@ func TestBatchCacheServesFromDiskBeyondMemory(t *testing.T) {
 	}
 	if got, _, ok := d.appendTo(key(39), nil, 1<<20); !ok || !bytes.Equal(got, batch(39)) {
 		t.Fatal("the newest batch must be on disk")
+	}
+	// A batch encoded ahead of a consumer goes to disk only.
+	c.add(key(40), batch(40), false)
+	if c.lru.Contains(key(40)) {
+		t.Fatal("a batch added for disk only is in the memory tier")
+	}
+	if got, _, ok := c.appendTo(key(40), nil, 1<<20); !ok || !bytes.Equal(got, batch(40)) {
+		t.Fatal("a batch added for disk only must be served from disk")
 	}
 	files, _ := os.ReadDir(dir)
 	if int64(len(files))*d.segBytes > 4<<20+d.segBytes {

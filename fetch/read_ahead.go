@@ -141,7 +141,7 @@ func (a *readAhead) work(t *topics.Topic, k aheadKey, st *aheadState) {
 		if a.r.claim(key) != nil {
 			continue // a consumer or another worker is on it
 		}
-		batch, err := a.r.encodeAndCache(a.ctx, t, seg, k.partition, k.epoch, k.compression, first, last, key)
+		batch, err := a.r.encodeAndCache(a.ctx, t, seg, k.partition, k.epoch, k.compression, first, last, key, false)
 		if err != nil {
 			a.log.Debug().Err(err).Str("topic", k.topic).Int32("partition", k.partition).Msg("read-ahead stopped")
 			a.mu.Lock()

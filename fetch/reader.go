@@ -163,7 +163,7 @@ func (r *Reader) Read(ctx context.Context, t *topics.Topic, p int32, offset int6
 				}
 				continue
 			}
-			batch, err := r.encodeAndCache(ctx, t, seg, p, epoch, compression, first, last, key)
+			batch, err := r.encodeAndCache(ctx, t, seg, p, epoch, compression, first, last, key, true)
 			if err != nil {
 				return dst, err
 			}
@@ -216,8 +216,14 @@ func (r *Reader) unclaim(key batchKey) {
 // encodeAndCache encodes the batch of records [first, last) of seg into a
 // pooled buffer, which it returns (the caller gives it back), caches it,
 // and releases the caller's claim on key.
+//
+// inMemory says whether the memory tier gets a copy too: a batch a consumer
+// asks for is likely asked for again soon by the others at its place (the
+// tail of a topic); one encoded ahead of a consumer catching up is read
+// once by it, from the disk tier, and copying it into memory would only
+// push out the tail.
 func (r *Reader) encodeAndCache(ctx context.Context, t *topics.Topic, seg offsets.Segment, p, epoch int32, compression string,
-	first, last int64, key batchKey) ([]byte, error) {
+	first, last int64, key batchKey, inMemory bool) ([]byte, error) {
 	defer r.unclaim(key)
 	// Encode into a reused buffer: the tiers keep copies of their own,
 	// and the answer gets its bytes from it.
@@ -229,7 +235,7 @@ func (r *Reader) encodeAndCache(ctx context.Context, t *topics.Topic, seg offset
 	}
 	r.lastBatchSize.Store(int64(len(batch)))
 	r.stats.encoded.Add(1)
-	if r.cache.add(key, batch) && last == seg.Count {
+	if r.cache.add(key, batch, inMemory || r.cache.disk == nil) && last == seg.Count {
 		// The snapshot's last batch: all of it is on disk now, and the
 		// memory its derivation holds is better spent deriving the next.
 		t.EncodedAll(seg)

@@ -343,7 +343,7 @@ func run(ctx context.Context, c config) (err error) {
 		n := slices.Max(c.fanout)
 		took := time.Duration(float64(r.median("warm").res.Elapsed) * float64(n) * float64(c.fanoutRecords) / float64(total))
 		if err := profilePasses(ctx, gw, c.profile, total, r.median("cold").res.Elapsed, r.median("warm").res.Elapsed,
-			n, c.fanoutRecords, took); err != nil {
+			n, c.fanoutRecords, took, r.median("lsm_cold").res.Elapsed); err != nil {
 			return err
 		}
 		if g, err = startGateway(ctx, gw); err != nil {

@@ -17,10 +17,11 @@ import (
 // drives it, network and client included, for `go tool pprof`. Each profile
 // lasts as long as its measured pass took, plus a second.
 //
-// With fanout > 1 it also profiles fanout consumers of fanoutRecords at
+// With lsmCold > 0 it profiles a cold pass of the LSM table's topic
+// (lsm-cold.pprof), expected to take about lsmCold. With fanout > 1 it also profiles fanout consumers of fanoutRecords at
 // once (fanout.pprof), expected to take about fanoutTook.
 func profilePasses(ctx context.Context, gw gatewayOpts, dir string, total int64, cold, warm time.Duration,
-	fanout int, fanoutRecords int64, fanoutTook time.Duration) error {
+	fanout int, fanoutRecords int64, fanoutTook, lsmCold time.Duration) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -49,6 +50,20 @@ func profilePasses(ctx context.Context, gw gatewayOpts, dir string, total int64,
 			return fmt.Errorf("%s profile: %w", pass.name, err)
 		}
 		logf("saved a %d s CPU profile of the %s pass: go tool pprof %s", secs, pass.name, path)
+	}
+	// The LSM table's topic, not read yet on this gateway: its cold pass.
+	if lsmCold > 0 {
+		secs := int(math.Ceil(lsmCold.Seconds())) + 1
+		got := make(chan error, 1)
+		path := filepath.Join(dir, "lsm-cold.pprof")
+		go func() { got <- saveProfile(ctx, debugAddr, secs, path) }()
+		if _, err := consume(ctx, g.addr, lsmTopic, 0, total, nil); err != nil {
+			return fmt.Errorf("%s cold pass: %w", lsmTopic, err)
+		}
+		if err := <-got; err != nil {
+			return fmt.Errorf("%s cold profile: %w", lsmTopic, err)
+		}
+		logf("saved a %d s CPU profile of the cold pass of %s: go tool pprof %s", secs, lsmTopic, path)
 	}
 	// The largest fan-out on the warm gateway, for as long as the measured
 	// one is expected to take (at most a minute).
