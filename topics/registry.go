@@ -223,6 +223,12 @@ func (r *Registry) refreshTables(ctx context.Context) {
 // started later under the same name waits for it.
 func (r *Registry) retireLocked(name string, w *watcher) {
 	w.stop()
+	if t, ok := r.topics[name]; ok {
+		// Fetches long-polling on the retired topic look it up again now:
+		// they answer that it is unknown until its successor is served,
+		// and the client refreshes its metadata.
+		t.notify()
+	}
 	delete(r.watchers, name)
 	delete(r.topics, name)
 	r.retired[name] = w

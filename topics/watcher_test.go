@@ -109,6 +109,8 @@ func TestReplacedWatcherReturnsBeforeItsSuccessorOpensTheIndex(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the watcher never loaded the table again")
 	}
+	old, _ := f.reg.Topic("ns.w")
+	oldChanged := old.Changed()
 	// Registering the table replaces its catalog watcher by one reading
 	// the registered metadata file (not through the catalog).
 	if err := f.store.RegisterTable(ctx, state.RegisteredTable{Ident: "ns.w", MetadataLocation: tbl.MetadataLocation()}); err != nil {
@@ -120,6 +122,12 @@ func TestReplacedWatcherReturnsBeforeItsSuccessorOpensTheIndex(t *testing.T) {
 		w, ok := f.reg.watchers["ns.w"]
 		return ok && w.src.metaLoc != ""
 	})
+	// Fetches long-polling on the retired topic are woken to look again.
+	select {
+	case <-oldChanged:
+	case <-time.After(5 * time.Second):
+		t.Fatal("fetches waiting on the retired topic were not woken")
+	}
 	// Ten polls of the successor: it must still be waiting.
 	time.Sleep(200 * time.Millisecond)
 	if _, ok := f.reg.Topic("ns.w"); ok {
