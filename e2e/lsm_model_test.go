@@ -22,6 +22,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/lakegw/lakegw/internal/lsmmodel"
 	"github.com/lakegw/lakegw/lake"
 	"github.com/lakegw/lakegw/lsm"
 )
@@ -34,12 +35,7 @@ import (
 // offset equals the model with every before-image true, and point lookups
 // equal the model.
 
-var lsmSchema = iceberg.NewSchema(0,
-	iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
-	iceberg.NestedField{ID: 2, Name: "name", Type: iceberg.PrimitiveTypes.String},
-	iceberg.NestedField{ID: 3, Name: "qty", Type: iceberg.PrimitiveTypes.Int64},
-	iceberg.NestedField{ID: 4, Name: "price", Type: iceberg.PrimitiveTypes.Float64},
-)
+var lsmSchema = lsmmodel.Schema
 
 // lsmRow renders a row canonically: "id|name|qty|price", null as "null".
 func lsmRow(id, name, qty, price any) string {
@@ -66,34 +62,10 @@ func lsmRowOfMap(m map[string]any) string {
 }
 
 // lsmModel is the expected table, partial-update semantics.
-type lsmModel map[int64][4]any
+type lsmModel = lsmmodel.Model
 
-func (m lsmModel) apply(id int64, name, qty, price any, del bool) {
-	if del {
-		delete(m, id)
-		return
-	}
-	r, ok := m[id]
-	if !ok {
-		r = [4]any{id, nil, nil, nil}
-	}
-	for i, v := range []any{name, qty, price} {
-		if v != nil {
-			r[i+1] = v
-		}
-	}
-	m[id] = r
-}
-
-func (m lsmModel) clone() lsmModel {
-	out := lsmModel{}
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
-}
-
-func (m lsmModel) render() map[string]string {
+// renderLsmModel renders the model as id -> "id|name|qty|price".
+func renderLsmModel(m lsmModel) map[string]string {
 	out := map[string]string{}
 	for id, r := range m {
 		out[strconv.FormatInt(id, 10)] = lsmRow(r[0], r[1], r[2], r[3])
@@ -111,11 +83,11 @@ func randomWrites(t *testing.T, rng *rand.Rand, w *lsm.Writer, next lsmModel, n,
 		switch x := rng.IntN(10); {
 		case x < 2:
 			err = w.Delete(map[string]any{"id": id})
-			next.apply(id, nil, nil, nil, true)
+			next.Apply(id, nil, nil, nil, true)
 		case x < 6:
 			name, qty, price := fmt.Sprintf("n%d-%d", id, rng.IntN(5)), int64(rng.IntN(100)), float64(rng.IntN(8))/4
 			err = w.Upsert(map[string]any{"id": id, "name": name, "qty": qty, "price": price})
-			next.apply(id, name, qty, price, false)
+			next.Apply(id, name, qty, price, false)
 		default:
 			row := map[string]any{"id": id}
 			var name, qty, price any
@@ -131,7 +103,7 @@ func randomWrites(t *testing.T, rng *rand.Rand, w *lsm.Writer, next lsmModel, n,
 				row["price"] = price
 			}
 			err = w.Upsert(row)
-			next.apply(id, name, qty, price, false)
+			next.Apply(id, name, qty, price, false)
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -473,7 +445,7 @@ func testLsmModelThroughKafka(t *testing.T, version, rounds int) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		next := m.clone()
+		next := m.Clone()
 		randomWrites(t, rng, w, next, 5+rng.IntN(60), keys)
 		res, err := w.Commit(ctx)
 		switch {
@@ -506,7 +478,7 @@ func testLsmModelThroughKafka(t *testing.T, version, rounds int) {
 		if dvs+posFiles > 0 {
 			withDeletes++
 		}
-		want := m.render()
+		want := renderLsmModel(m)
 		if d := diffRows(lsmScan(t, cat, ident), want); d != "" {
 			t.Fatalf("round %d: iceberg-go scan differs from the model:\n%s", round, d)
 		}
@@ -536,7 +508,7 @@ func testLsmModelThroughKafka(t *testing.T, version, rounds int) {
 	// A fresh consumer from the earliest offsets replays to the model too.
 	fresh := newLsmReplayer(t, g.addr, "lsm.model", buckets)
 	fresh.consumeTo(events, g)
-	if d := diffRows(fresh.state, m.render()); d != "" {
+	if d := diffRows(fresh.state, renderLsmModel(m)); d != "" {
 		t.Fatalf("fresh replay differs from the model:\n%s", d)
 	}
 	t.Logf("v%d, %d rounds: %d commits, %d crashed writers, %d compactions, %d change events, %d live keys", version, rounds, commits, crashes, compactions, events, len(m))

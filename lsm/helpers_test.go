@@ -14,16 +14,12 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/lakegw/lakegw/changelog"
+	"github.com/lakegw/lakegw/internal/lsmmodel"
 	"github.com/lakegw/lakegw/lake"
 )
 
 // testSchema: id long (key), name string, qty long, price double.
-var testSchema = iceberg.NewSchema(0,
-	iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
-	iceberg.NestedField{ID: 2, Name: "name", Type: iceberg.PrimitiveTypes.String},
-	iceberg.NestedField{ID: 3, Name: "qty", Type: iceberg.PrimitiveTypes.Int64},
-	iceberg.NestedField{ID: 4, Name: "price", Type: iceberg.PrimitiveTypes.Float64},
-)
+var testSchema = lsmmodel.Schema
 
 func testCatalog(t testing.TB, dir string) catalog.Catalog {
 	t.Helper()

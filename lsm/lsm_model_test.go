@@ -11,12 +11,14 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/lakegw/lakegw/changelog"
+	"github.com/lakegw/lakegw/internal/lsmmodel"
 )
 
-// model is the expected table: id -> rendered row "id|name|qty|price".
-type model map[int64][4]any
+// model is the expected table, with partial-update semantics.
+type model = lsmmodel.Model
 
-func (m model) render() map[string]string {
+// renderModel renders the model as id -> "id|name|qty|price".
+func renderModel(m model) map[string]string {
 	out := map[string]string{}
 	for id, r := range m {
 		out[fmt.Sprint(id)] = renderRow(r)
@@ -26,24 +28,6 @@ func (m model) render() map[string]string {
 
 func renderRow(r [4]any) string {
 	return fmt.Sprintf("%s|%s|%s|%s", renderValue(r[0]), renderValue(r[1]), renderValue(r[2]), renderValue(r[3]))
-}
-
-// apply is the partial-update engine on the model: nil keeps the value.
-func (m model) apply(id int64, name, qty, price any, del bool) {
-	if del {
-		delete(m, id)
-		return
-	}
-	r, ok := m[id]
-	if !ok {
-		r = [4]any{id, nil, nil, nil}
-	}
-	for i, v := range []any{name, qty, price} {
-		if v != nil {
-			r[i+1] = v
-		}
-	}
-	m[id] = r
 }
 
 // TestLsmRandomizedModel runs streams of upserts, deletes and partial
@@ -103,13 +87,13 @@ func testRandomizedModel(t *testing.T, version int) {
 				if err := w.Delete(map[string]any{"id": id}); err != nil {
 					t.Fatal(err)
 				}
-				next.apply(id, nil, nil, nil, true)
+				next.Apply(id, nil, nil, nil, true)
 			case x < 6:
 				name, qty, price := fmt.Sprintf("n%d-%d", id, rng.IntN(5)), int64(rng.IntN(100)), float64(rng.IntN(8))/4
 				if err := w.Upsert(map[string]any{"id": id, "name": name, "qty": qty, "price": price}); err != nil {
 					t.Fatal(err)
 				}
-				next.apply(id, name, qty, price, false)
+				next.Apply(id, name, qty, price, false)
 			default: // partial update: one or two columns
 				row := map[string]any{"id": id}
 				var name, qty, price any
@@ -127,7 +111,7 @@ func testRandomizedModel(t *testing.T, version int) {
 				if err := w.Upsert(row); err != nil {
 					t.Fatal(err)
 				}
-				next.apply(id, name, qty, price, false)
+				next.Apply(id, name, qty, price, false)
 			}
 		}
 		res, err := w.Commit(ctx)
@@ -242,7 +226,7 @@ func firstField(s string) string {
 func checkState(t *testing.T, cat catalog.Catalog, tb *Table, ident table.Identifier, m model, replay map[string]string, keys int, round int) {
 	t.Helper()
 	ctx := context.Background()
-	want := m.render()
+	want := renderModel(m)
 	if got := scanRows(t, cat, ident); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("round %d: iceberg-go scan\n got %v\nwant %v", round, got, want)
 	}
