@@ -23,6 +23,7 @@ type rowDiff struct {
 	befores []beforeRow
 	pending map[uint64][]int32
 	inserts []RowRef
+	first   firstColumnFilter
 
 	buf, buf2 []byte
 }
@@ -33,7 +34,7 @@ type beforeRow struct {
 }
 
 func newRowDiff() *rowDiff {
-	return &rowDiff{seed: maphash.MakeSeed(), pending: map[uint64][]int32{}}
+	return &rowDiff{seed: maphash.MakeSeed(), pending: map[uint64][]int32{}, first: newFirstColumnFilter()}
 }
 
 func (d *rowDiff) addBatch(b arrow.RecordBatch) (int32, error) {
@@ -71,6 +72,7 @@ func (d *rowDiff) addBeforeRows(b arrow.RecordBatch, rows []int32) error {
 		}
 	}
 	for _, r := range rows {
+		d.first.removed(b, int(r))
 		ref := RowRef{Batch: bi, Row: r}
 		d.buf = d.encode(d.buf[:0], ref)
 		h := maphash.Bytes(d.seed, d.buf)
@@ -91,6 +93,10 @@ func (d *rowDiff) addAfter(b arrow.RecordBatch) error {
 	}
 	for r := range int32(b.NumRows()) {
 		ref := RowRef{Batch: bi, Row: r}
+		if d.first.cannotCancel(b, int(r)) {
+			d.inserts = append(d.inserts, ref)
+			continue
+		}
 		d.buf = d.encode(d.buf[:0], ref)
 		h := maphash.Bytes(d.seed, d.buf)
 		if d.cancel(h) {
