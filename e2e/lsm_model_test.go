@@ -77,37 +77,8 @@ func renderLsmModel(m lsmModel) map[string]string {
 // applies them to next.
 func randomWrites(t *testing.T, rng *rand.Rand, w *lsm.Writer, next lsmModel, n, keys int) {
 	t.Helper()
-	for ; n > 0; n-- {
-		id := int64(rng.IntN(keys))
-		var err error
-		switch x := rng.IntN(10); {
-		case x < 2:
-			err = w.Delete(map[string]any{"id": id})
-			next.Apply(id, nil, nil, nil, true)
-		case x < 6:
-			name, qty, price := fmt.Sprintf("n%d-%d", id, rng.IntN(5)), int64(rng.IntN(100)), float64(rng.IntN(8))/4
-			err = w.Upsert(map[string]any{"id": id, "name": name, "qty": qty, "price": price})
-			next.Apply(id, name, qty, price, false)
-		default:
-			row := map[string]any{"id": id}
-			var name, qty, price any
-			if rng.IntN(2) == 0 {
-				name = fmt.Sprintf("p%d-%d", id, rng.IntN(5))
-				row["name"] = name
-			}
-			if rng.IntN(2) == 0 {
-				qty = int64(rng.IntN(100))
-				row["qty"] = qty
-			} else {
-				price = float64(rng.IntN(8)) / 4
-				row["price"] = price
-			}
-			err = w.Upsert(row)
-			next.Apply(id, name, qty, price, false)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	if err := lsmmodel.RandomWrites(rng, w, next, n, keys); err != nil {
+		t.Fatal(err)
 	}
 }
 

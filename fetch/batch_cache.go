@@ -60,6 +60,12 @@ func (c *batchCache) appendTo(k batchKey, dst []byte, room int) (out []byte, n i
 	return c.disk.appendTo(k, dst, room)
 }
 
+// has reports whether the batch named k is cached, without reading it.
+func (c *batchCache) has(k batchKey) bool {
+	_, _, ok := c.appendTo(k, nil, 0)
+	return ok
+}
+
 // add caches a freshly encoded batch on disk and, when inMemory, in
 // memory, and reports whether the disk tier has it. It keeps no reference
 // to v: the memory tier holds a copy, so that v can be a reused buffer.

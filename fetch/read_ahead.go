@@ -135,7 +135,7 @@ func (a *readAhead) work(t *topics.Topic, k aheadKey, st *aheadState) {
 		a.mu.Unlock()
 
 		key := batchKey{topic: k.topic, partition: k.partition, epoch: k.epoch, baseOffset: seg.BaseOffset + first, compression: k.compression}
-		if _, _, cached := a.r.cache.appendTo(key, nil, 0); cached {
+		if a.r.cache.has(key) {
 			continue
 		}
 		if a.r.claim(key) != nil {

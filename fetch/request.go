@@ -61,11 +61,7 @@ func (r *Reader) Serve(ctx context.Context, reg *topics.Registry, req *kmsg.Fetc
 // 16 MiB the buffer grows as batches come, rather than hold memory up front
 // for partitions that may have nothing new.
 func arenaHint(req *kmsg.FetchRequest) int {
-	limit := int(req.MaxBytes)
-	if req.Version < 3 || limit <= 0 || limit > maxFetchBytes {
-		limit = maxFetchBytes
-	}
-	limit = min(limit, 16<<20)
+	limit := min(responseLimit(req), 16<<20)
 	n := 0
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {
@@ -121,6 +117,15 @@ func waitAny(ctx context.Context, chans []<-chan struct{}, timeout time.Duration
 // fetch.max.bytes does.
 const maxFetchBytes = 55 << 20
 
+// responseLimit is the byte limit of the whole response to req: its
+// MaxBytes (v3+), within maxFetchBytes.
+func responseLimit(req *kmsg.FetchRequest) int {
+	if limit := int(req.MaxBytes); req.Version >= 3 && limit > 0 && limit <= maxFetchBytes {
+		return limit
+	}
+	return maxFetchBytes
+}
+
 // readAll reads every requested partition, appending their batches to
 // arena (the partitions' RecordBatches are slices of it).
 func (r *Reader) readAll(ctx context.Context, reg *topics.Registry, req *kmsg.FetchRequest, arena []byte) (
@@ -128,10 +133,7 @@ func (r *Reader) readAll(ctx context.Context, reg *topics.Registry, req *kmsg.Fe
 	resp = req.ResponseKind().(*kmsg.FetchResponse)
 	// No fetch sessions: session id 0 tells clients to send full requests.
 	resp.SessionID = 0
-	maxBytes := int(req.MaxBytes)
-	if req.Version < 3 || maxBytes <= 0 || maxBytes > maxFetchBytes {
-		maxBytes = maxFetchBytes
-	}
+	maxBytes := responseLimit(req)
 	for _, rt := range req.Topics {
 		ot := kmsg.NewFetchResponseTopic()
 		ot.Topic = rt.Topic

@@ -76,43 +76,9 @@ func testRandomizedModel(t *testing.T, version int) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		next := model{}
-		for id, r := range m {
-			next[id] = r
-		}
-		for n := 5 + rng.IntN(40); n > 0; n-- {
-			id := int64(rng.IntN(keys))
-			switch x := rng.IntN(10); {
-			case x < 2:
-				if err := w.Delete(map[string]any{"id": id}); err != nil {
-					t.Fatal(err)
-				}
-				next.Apply(id, nil, nil, nil, true)
-			case x < 6:
-				name, qty, price := fmt.Sprintf("n%d-%d", id, rng.IntN(5)), int64(rng.IntN(100)), float64(rng.IntN(8))/4
-				if err := w.Upsert(map[string]any{"id": id, "name": name, "qty": qty, "price": price}); err != nil {
-					t.Fatal(err)
-				}
-				next.Apply(id, name, qty, price, false)
-			default: // partial update: one or two columns
-				row := map[string]any{"id": id}
-				var name, qty, price any
-				if rng.IntN(2) == 0 {
-					name = fmt.Sprintf("p%d-%d", id, rng.IntN(5))
-					row["name"] = name
-				}
-				if rng.IntN(2) == 0 {
-					qty = int64(rng.IntN(100))
-					row["qty"] = qty
-				} else {
-					price = float64(rng.IntN(8)) / 4
-					row["price"] = price
-				}
-				if err := w.Upsert(row); err != nil {
-					t.Fatal(err)
-				}
-				next.Apply(id, name, qty, price, false)
-			}
+		next := m.Clone()
+		if err := lsmmodel.RandomWrites(rng, w, next, 5+rng.IntN(40), keys); err != nil {
+			t.Fatal(err)
 		}
 		res, err := w.Commit(ctx)
 		if crash {

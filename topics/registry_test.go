@@ -24,6 +24,18 @@ import (
 var testSchema = iceberg.NewSchemaWithIdentifiers(0, []int{1},
 	iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true})
 
+// createTable creates the table in namespace ns with testSchema.
+func createTable(t *testing.T, f *fixture, ident table.Identifier) {
+	t.Helper()
+	ctx := context.Background()
+	if err := f.cat.CreateNamespace(ctx, ident[:1], nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.cat.CreateTable(ctx, ident, testSchema); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // rollbackTo commits a rollback of the table to snapshot id: a history
 // rewrite the index must truncate.
 func rollbackTo(t *testing.T, cat catalog.Catalog, ident table.Identifier, id int64) {
@@ -155,14 +167,8 @@ func TestNewTablesAndSnapshotsAppearWithoutRestart(t *testing.T) {
 func TestRollbackTruncatesUnderNewEpoch(t *testing.T) {
 	dir := t.TempDir()
 	f := startRegistry(t, dir)
-	ctx := context.Background()
 	ident := table.Identifier{"ns", "r"}
-	if err := f.cat.CreateNamespace(ctx, table.Identifier{"ns"}, nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.cat.CreateTable(ctx, ident, testSchema); err != nil {
-		t.Fatal(err)
-	}
+	createTable(t, f, ident)
 	first := appendIDs(t, f.cat, ident, 1, 2)
 	appendIDs(t, f.cat, ident, 3, 4, 5)
 	waitFor(t, "topic", func() bool { tp, ok := f.reg.Topic("ns.r"); return ok && tp.Index.HighWatermark(0) == 5 })
@@ -200,12 +206,7 @@ func TestExpiredSnapshotsBecomeACompactedPrefix(t *testing.T) {
 	f := startRegistry(t, dir)
 	ctx := context.Background()
 	ident := table.Identifier{"ns", "e"}
-	if err := f.cat.CreateNamespace(ctx, table.Identifier{"ns"}, nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.cat.CreateTable(ctx, ident, testSchema); err != nil {
-		t.Fatal(err)
-	}
+	createTable(t, f, ident)
 	appendIDs(t, f.cat, ident, 1, 2, 3, 4)
 	tbl, err := f.cat.LoadTable(ctx, ident)
 	if err != nil {
@@ -260,12 +261,7 @@ func TestAllIndexedSnapshotsExpiredWhileAway(t *testing.T) {
 	ctx := context.Background()
 	f := startRegistry(t, dir)
 	ident := table.Identifier{"ns", "gone"}
-	if err := f.cat.CreateNamespace(ctx, table.Identifier{"ns"}, nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.cat.CreateTable(ctx, ident, testSchema); err != nil {
-		t.Fatal(err)
-	}
+	createTable(t, f, ident)
 	appendIDs(t, f.cat, ident, 1, 2, 3)
 	appendIDs(t, f.cat, ident, 4)
 	waitFor(t, "4 records", func() bool { tp, ok := f.reg.Topic("ns.gone"); return ok && tp.Index.HighWatermark(0) == 4 })

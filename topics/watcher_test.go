@@ -75,17 +75,6 @@ func startFlaky(t *testing.T, dir string) (*fixture, *flakyCatalog) {
 	return f, fc
 }
 
-func createTable(t *testing.T, f *fixture, ident table.Identifier) {
-	t.Helper()
-	ctx := context.Background()
-	if err := f.cat.CreateNamespace(ctx, ident[:1], nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.cat.CreateTable(ctx, ident, testSchema); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // A watcher replaced while it is in the middle of its work (here: blocked
 // loading the table, deaf to its cancellation) must have returned before
 // its successor opens the topic's index: two writers of one index would

@@ -18,8 +18,9 @@ import (
 // lasts as long as its measured pass took, plus a second.
 //
 // With lsmCold > 0 it profiles a cold pass of the LSM table's topic
-// (lsm-cold.pprof), expected to take about lsmCold. With fanout > 1 it also profiles fanout consumers of fanoutRecords at
-// once (fanout.pprof), expected to take about fanoutTook.
+// (lsm-cold.pprof), expected to take about lsmCold. With fanout > 1 it
+// also profiles fanout consumers of fanoutRecords at once (fanout.pprof),
+// expected to take about fanoutTook.
 func profilePasses(ctx context.Context, gw gatewayOpts, dir string, total int64, cold, warm time.Duration,
 	fanout int, fanoutRecords int64, fanoutTook, lsmCold time.Duration) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -35,50 +36,47 @@ func profilePasses(ctx context.Context, gw gatewayOpts, dir string, total int64,
 		return err
 	}
 	defer g.stop()
-	for _, pass := range []struct {
-		name string
-		took time.Duration
-	}{{"cold", cold}, {"warm", warm}} {
-		secs := int(math.Ceil(pass.took.Seconds())) + 1
+	// profiled runs pass while a CPU profile of secs seconds is taken.
+	profiled := func(name, file string, secs int, pass func() error) error {
+		path := filepath.Join(dir, file)
 		got := make(chan error, 1)
-		path := filepath.Join(dir, pass.name+".pprof")
 		go func() { got <- saveProfile(ctx, debugAddr, secs, path) }()
-		if _, err := consume(ctx, g.addr, mainTopic, 0, total, nil); err != nil {
-			return fmt.Errorf("%s pass: %w", pass.name, err)
+		if err := pass(); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
 		}
 		if err := <-got; err != nil {
-			return fmt.Errorf("%s profile: %w", pass.name, err)
+			return fmt.Errorf("profile of %s: %w", name, err)
 		}
-		logf("saved a %d s CPU profile of the %s pass: go tool pprof %s", secs, pass.name, path)
+		logf("saved a %d s CPU profile of %s: go tool pprof %s", secs, name, path)
+		return nil
+	}
+	passSecs := func(took time.Duration) int { return int(math.Ceil(took.Seconds())) + 1 }
+	readAll := func(topic string) func() error {
+		return func() error { _, err := consume(ctx, g.addr, topic, 0, total, nil); return err }
+	}
+	if err := profiled("the cold pass", "cold.pprof", passSecs(cold), readAll(mainTopic)); err != nil {
+		return err
+	}
+	if err := profiled("the warm pass", "warm.pprof", passSecs(warm), readAll(mainTopic)); err != nil {
+		return err
 	}
 	// The LSM table's topic, not read yet on this gateway: its cold pass.
 	if lsmCold > 0 {
-		secs := int(math.Ceil(lsmCold.Seconds())) + 1
-		got := make(chan error, 1)
-		path := filepath.Join(dir, "lsm-cold.pprof")
-		go func() { got <- saveProfile(ctx, debugAddr, secs, path) }()
-		if _, err := consume(ctx, g.addr, lsmTopic, 0, total, nil); err != nil {
-			return fmt.Errorf("%s cold pass: %w", lsmTopic, err)
+		if err := profiled("the cold pass of "+lsmTopic, "lsm-cold.pprof", passSecs(lsmCold), readAll(lsmTopic)); err != nil {
+			return err
 		}
-		if err := <-got; err != nil {
-			return fmt.Errorf("%s cold profile: %w", lsmTopic, err)
-		}
-		logf("saved a %d s CPU profile of the cold pass of %s: go tool pprof %s", secs, lsmTopic, path)
 	}
 	// The largest fan-out on the warm gateway, for as long as the measured
 	// one is expected to take (at most a minute).
 	if fanout > 1 {
 		secs := int(min(max(fanoutTook.Seconds(), 5), 60)) + 1
-		got := make(chan error, 1)
-		path := filepath.Join(dir, "fanout.pprof")
-		go func() { got <- saveProfile(ctx, debugAddr, secs, path) }()
-		if _, err := consumeMany(ctx, g.addr, mainTopic, fanout, 0, fanoutRecords); err != nil {
-			return fmt.Errorf("fan-out pass: %w", err)
+		err := profiled(fmt.Sprintf("%d consumers at once", fanout), "fanout.pprof", secs, func() error {
+			_, err := consumeMany(ctx, g.addr, mainTopic, fanout, 0, fanoutRecords)
+			return err
+		})
+		if err != nil {
+			return err
 		}
-		if err := <-got; err != nil {
-			return fmt.Errorf("fan-out profile: %w", err)
-		}
-		logf("saved a %d s CPU profile of %d consumers at once: go tool pprof %s", secs, fanout, path)
 	}
 	// What the warm gateway holds: go tool pprof -sample_index inuse_space.
 	path := filepath.Join(dir, "heap.pprof")
