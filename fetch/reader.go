@@ -65,9 +65,13 @@ type Reader struct {
 	identity   []int32
 }
 
+// partRecsKey names the records of one partition of a segment's changes.
+// The kind is part of it: a compacted prefix holds the live rows of the
+// same snapshot whose changes an earlier segment held, other records.
 type partRecsKey struct {
 	topic     string
 	snapshot  int64
+	kind      int
 	partition int32
 }
 
@@ -251,7 +255,7 @@ func (r *Reader) encodeBatch(ctx context.Context, t *topics.Topic, seg offsets.S
 	if err != nil {
 		return nil, fmt.Errorf("read snapshot %d of %s: %w", seg.SnapshotID, t.Name, err)
 	}
-	recs := r.partitionRecords(t.Name, c, p)
+	recs := r.partitionRecords(t.Name, seg, c, p)
 	if int64(len(recs)) != seg.Count {
 		return nil, fmt.Errorf("snapshot %d of %s has %d records in partition %d, the index says %d", seg.SnapshotID, t.Name, len(recs), p, seg.Count)
 	}
@@ -292,11 +296,13 @@ func (r *Reader) batchSizeHint() int {
 	return int(r.lastBatchSize.Load()) * 5 / 4
 }
 
-func (r *Reader) partitionRecords(topic string, c *changelog.Changes, p int32) []int32 {
+// partitionRecords returns the indexes into c.Records, the changes of seg,
+// of partition p's records.
+func (r *Reader) partitionRecords(topic string, seg offsets.Segment, c *changelog.Changes, p int32) []int32 {
 	if c.Partitions <= 1 {
 		return r.identityOf(len(c.Records))
 	}
-	k := partRecsKey{topic: topic, snapshot: c.SnapshotID, partition: p}
+	k := partRecsKey{topic: topic, snapshot: seg.SnapshotID, kind: int(seg.Kind), partition: p}
 	if v, ok := r.partRecs.Get(k); ok {
 		return v
 	}
