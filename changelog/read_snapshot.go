@@ -31,6 +31,11 @@ func ReadSnapshot(ctx context.Context, tbl *table.Table, snap SnapshotRef, opts 
 		return nil, fmt.Errorf("read %s snapshot %d: %w", c.Table, c.SnapshotID, err)
 	}
 	c.Batches = batches
+	var rows int64
+	for _, b := range batches {
+		rows += b.NumRows()
+	}
+	c.Records = make([]Record, 0, rows)
 	for bi, b := range batches {
 		for r := range int32(b.NumRows()) {
 			c.Records = append(c.Records, Record{Op: OpRead, Before: NoRow, After: RowRef{Batch: int32(bi), Row: r}})

@@ -28,7 +28,7 @@ func runCompactor(ctx context.Context, cat catalog.Catalog, reg *topics.Registry
 		}
 		for _, t := range reg.Topics() {
 			tbl := t.Table()
-			if tbl == nil || tbl.Properties()[changelog.PropLSM] != "true" {
+			if tbl == nil || !changelog.IsLSMTable(tbl.Properties()) {
 				continue
 			}
 			lt, ok := opened[t.Name]
