@@ -83,6 +83,10 @@ type Changes struct {
 	// that formats encode records without allocating. Nil for Changes that
 	// were never prepared: formats then build encoders per call.
 	enc *changesEncoders
+	// byPartition holds each partition's record indexes, built once by
+	// indexPartitions for topics of several partitions, so that every
+	// fetch of a partition finds them instead of filtering Records again.
+	byPartition [][]int32
 }
 
 // Release frees the arrow memory held by the batches.
@@ -92,6 +96,7 @@ func (c *Changes) Release() {
 	}
 	c.Batches = nil
 	c.enc = nil
+	c.byPartition = nil
 }
 
 // CountByPartition returns the number of records that fall in each partition.
@@ -112,11 +117,41 @@ func (c *Changes) CountByPartition() []int64 {
 
 // PartitionRecords returns the indexes into Records of the records of
 // partition p, in order; the i-th of them has the i-th offset of the
-// snapshot's segment in that partition.
+// snapshot's segment in that partition. The result is shared: callers
+// must not modify it.
 func (c *Changes) PartitionRecords(p int32) []int32 {
-	out := make([]int32, 0, len(c.Records))
+	if c.byPartition != nil {
+		if p < 0 || int(p) >= len(c.byPartition) {
+			return nil
+		}
+		return c.byPartition[p]
+	}
+	return filterPartition(c.Records, p)
+}
+
+// indexPartitions builds byPartition once the records' partitions are set
+// (nothing for a single partition: its records are all of them, in order).
+func (c *Changes) indexPartitions() {
+	if c.Partitions <= 1 {
+		return
+	}
+	counts := c.CountByPartition()
+	idx := make([][]int32, len(counts))
+	for p, n := range counts {
+		idx[p] = make([]int32, 0, n)
+	}
 	for i := range c.Records {
-		if c.Records[i].Partition == p {
+		if p := c.Records[i].Partition; p >= 0 && int(p) < len(idx) {
+			idx[p] = append(idx[p], int32(i))
+		}
+	}
+	c.byPartition = idx
+}
+
+func filterPartition(recs []Record, p int32) []int32 {
+	out := make([]int32, 0, len(recs))
+	for i := range recs {
+		if recs[i].Partition == p {
 			out = append(out, int32(i))
 		}
 	}
@@ -126,6 +161,9 @@ func (c *Changes) PartitionRecords(p int32) []int32 {
 // SizeBytes estimates the memory held, for cache accounting.
 func (c *Changes) SizeBytes() int64 {
 	n := int64(cap(c.Records)) * int64(unsafe.Sizeof(Record{}))
+	for _, recs := range c.byPartition {
+		n += int64(cap(recs)) * 4
+	}
 	for _, b := range c.Batches {
 		for _, col := range b.Columns() {
 			for _, buf := range col.Data().Buffers() {

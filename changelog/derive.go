@@ -34,6 +34,7 @@ func Derive(ctx context.Context, tbl *table.Table, snap SnapshotRef, opts Option
 			c.Release()
 			return nil, err
 		}
+		c.indexPartitions()
 		return c, nil
 	}
 	// A replace snapshot (compaction, rewritten deletes) changes files,
@@ -86,8 +87,8 @@ func newChanges(tbl *table.Table, s *table.Snapshot, snap SnapshotRef, opts Opti
 	}, nil
 }
 
-// finish prepares the encoders and assigns partitions; on error it releases
-// the Changes.
+// finish prepares the encoders, assigns partitions and indexes them; on
+// error it releases the Changes.
 func finish(c *Changes) error {
 	if err := c.Prepare(); err != nil {
 		c.Release()
@@ -97,6 +98,7 @@ func finish(c *Changes) error {
 		c.Release()
 		return err
 	}
+	c.indexPartitions()
 	return nil
 }
 

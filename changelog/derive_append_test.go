@@ -115,6 +115,24 @@ func TestDeriveAppendOrderAndPartitions(t *testing.T) {
 	if total != 40 {
 		t.Errorf("CountByPartition sums to %d, want 40", total)
 	}
+	// Each partition's records, as fetches take them: every record once,
+	// in its partition's list, in record order.
+	listed := 0
+	for p := range int32(4) {
+		recs := a.PartitionRecords(p)
+		if int64(len(recs)) != counts[p] {
+			t.Errorf("partition %d lists %d records, CountByPartition says %d", p, len(recs), counts[p])
+		}
+		for j, i := range recs {
+			if a.Records[i].Partition != p || (j > 0 && i <= recs[j-1]) {
+				t.Fatalf("partition %d lists record %d (of partition %d) at %d: %v", p, i, a.Records[i].Partition, j, recs)
+			}
+		}
+		listed += len(recs)
+	}
+	if listed != 40 || a.PartitionRecords(4) != nil || a.PartitionRecords(-1) != nil {
+		t.Errorf("partitions list %d records, want 40; partitions 4 and -1: %v %v", listed, a.PartitionRecords(4), a.PartitionRecords(-1))
+	}
 	// Rows come in file-path order, rows in file order: the ids of a
 	// single-writer append increase within each file.
 	enc, _ := a.encoders()

@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/rs/zerolog"
 
 	"github.com/lakegw/lakegw/changelog"
@@ -57,22 +56,9 @@ type Reader struct {
 	encoding   map[batchKey]chan struct{}
 	ahead      *readAhead
 	stats      readerStats
-	// partRecs caches the record indexes of one partition of one snapshot
-	// (multi-partition topics only).
-	partRecs *lru.Cache[partRecsKey, []int32]
 
 	identityMu sync.RWMutex
 	identity   []int32
-}
-
-// partRecsKey names the records of one partition of a segment's changes.
-// The kind is part of it: a compacted prefix holds the live rows of the
-// same snapshot whose changes an earlier segment held, other records.
-type partRecsKey struct {
-	topic     string
-	snapshot  int64
-	kind      int
-	partition int32
 }
 
 // NewReader returns a reader; Close releases its disk cache.
@@ -83,8 +69,7 @@ func NewReader(cfg Config, log zerolog.Logger) (*Reader, error) {
 	if cfg.ReadBudget <= 0 {
 		cfg.ReadBudget = 500 * time.Millisecond
 	}
-	pr, _ := lru.New[partRecsKey, []int32](256)
-	r := &Reader{cfg: cfg, cache: newBatchCache(cfg.CacheBytes), log: log, partRecs: pr}
+	r := &Reader{cfg: cfg, cache: newBatchCache(cfg.CacheBytes), log: log}
 	r.encoders = make(chan *batchEncoder, 2*runtime.GOMAXPROCS(0))
 	r.encoding = map[batchKey]chan struct{}{}
 	window := cfg.ReadAheadBatches
@@ -255,7 +240,7 @@ func (r *Reader) encodeBatch(ctx context.Context, t *topics.Topic, seg offsets.S
 	if err != nil {
 		return nil, fmt.Errorf("read snapshot %d of %s: %w", seg.SnapshotID, t.Name, err)
 	}
-	recs := r.partitionRecords(t.Name, seg, c, p)
+	recs := r.partitionRecords(c, p)
 	if int64(len(recs)) != seg.Count {
 		return nil, fmt.Errorf("snapshot %d of %s has %d records in partition %d, the index says %d", seg.SnapshotID, t.Name, len(recs), p, seg.Count)
 	}
@@ -296,19 +281,13 @@ func (r *Reader) batchSizeHint() int {
 	return int(r.lastBatchSize.Load()) * 5 / 4
 }
 
-// partitionRecords returns the indexes into c.Records, the changes of seg,
-// of partition p's records.
-func (r *Reader) partitionRecords(topic string, seg offsets.Segment, c *changelog.Changes, p int32) []int32 {
+// partitionRecords returns the indexes into c.Records of partition p's
+// records.
+func (r *Reader) partitionRecords(c *changelog.Changes, p int32) []int32 {
 	if c.Partitions <= 1 {
 		return r.identityOf(len(c.Records))
 	}
-	k := partRecsKey{topic: topic, snapshot: seg.SnapshotID, kind: int(seg.Kind), partition: p}
-	if v, ok := r.partRecs.Get(k); ok {
-		return v
-	}
-	v := c.PartitionRecords(p)
-	r.partRecs.Add(k, v)
-	return v
+	return c.PartitionRecords(p)
 }
 
 // identityOf returns [0, n) without allocating once a large enough prefix
