@@ -2,9 +2,8 @@ package fetch
 
 import (
 	"bytes"
-	"sync"
 
-	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/lakegw/lakegw/internal/sizedlru"
 )
 
 // batchKey names an encoded batch. Offsets are only stable within a leader
@@ -21,20 +20,14 @@ type batchKey struct {
 // every consumer: a second consumer of the same range is served without
 // reading or encoding anything.
 type batchCache struct {
-	mu       sync.Mutex
-	lru      *lru.Cache[batchKey, []byte]
-	bytes    int64
+	mem      *sizedlru.Cache[batchKey, []byte]
 	maxBytes int64
 	// disk, when set, holds batches beyond what memory holds.
 	disk *diskCache
 }
 
 func newBatchCache(maxBytes int64) *batchCache {
-	c := &batchCache{maxBytes: maxBytes}
-	// The entry count bound is only a backstop; bytes are the real bound.
-	l, _ := lru.NewWithEvict[batchKey, []byte](1<<20, func(_ batchKey, v []byte) { c.bytes -= int64(len(v)) })
-	c.lru = l
-	return c
+	return &batchCache{mem: sizedlru.New[batchKey](maxBytes, func(v []byte) int64 { return int64(len(v)) }), maxBytes: maxBytes}
 }
 
 // appendTo appends the batch named k to dst when it is cached and no larger
@@ -44,10 +37,7 @@ func newBatchCache(maxBytes int64) *batchCache {
 // churn it, and the OS page cache already keeps hot disk pages in memory.
 func (c *batchCache) appendTo(k batchKey, dst []byte, room int) (out []byte, n int, ok bool) {
 	if c.maxBytes > 0 {
-		c.mu.Lock()
-		v, ok := c.lru.Get(k)
-		c.mu.Unlock()
-		if ok {
+		if v, ok := c.mem.Get(k); ok {
 			if len(v) <= room {
 				dst = append(dst, v...)
 			}
@@ -73,21 +63,11 @@ func (c *batchCache) add(k batchKey, v []byte, inMemory bool) (onDisk bool) {
 	if c.disk != nil {
 		onDisk = c.disk.add(k, v)
 	}
+	// A batch over a quarter of the memory tier would push out most of
+	// what the other consumers are reading.
 	if !inMemory || c.maxBytes <= 0 || int64(len(v)) > c.maxBytes/4 {
 		return onDisk
 	}
-	v = bytes.Clone(v)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if old, ok := c.lru.Peek(k); ok {
-		c.bytes -= int64(len(old))
-	}
-	c.lru.Add(k, v)
-	c.bytes += int64(len(v))
-	for c.bytes > c.maxBytes {
-		if _, _, ok := c.lru.RemoveOldest(); !ok {
-			break
-		}
-	}
+	c.mem.Add(k, bytes.Clone(v))
 	return onDisk
 }

@@ -51,7 +51,7 @@ func TestBatchCacheServesFromDiskBeyondMemory(t *testing.T) {
 	}
 	// A batch encoded ahead of a consumer goes to disk only.
 	c.add(key(40), batch(40), false)
-	if c.lru.Contains(key(40)) {
+	if _, inMemory := c.mem.Get(key(40)); inMemory {
 		t.Fatal("a batch added for disk only is in the memory tier")
 	}
 	if got, _, ok := c.appendTo(key(40), nil, 1<<20); !ok || !bytes.Equal(got, batch(40)) {

@@ -12,6 +12,10 @@ import (
 // Segment is the run of offsets one snapshot occupies in one partition.
 type Segment = state.Segment
 
+// SegmentKind says what a segment's records are: a snapshot's changes,
+// or the live rows of a compacted prefix.
+type SegmentKind = state.SegmentKind
+
 // Segment kinds.
 const (
 	KindChanges         = state.KindChanges
@@ -22,7 +26,7 @@ const (
 type Snapshot struct {
 	// Kind is KindCompactedPrefix for the snapshot whose live rows stand in
 	// for the expired history before it.
-	Kind           state.SegmentKind
+	Kind           SegmentKind
 	SnapshotID     int64
 	SequenceNumber int64
 	TimestampMs    int64

@@ -84,13 +84,13 @@ func (t *Topic) setIndexError(err error) {
 // a snapshot may not have been read yet.
 func (t *Topic) EncodedAll(seg offsets.Segment) {
 	if t.Index.Partitions() == 1 {
-		t.changes.remove(changesKey{t.Name, seg.SnapshotID, seg.Kind})
+		t.changes.Remove(changesKey{t.Name, seg.SnapshotID, seg.Kind})
 	}
 }
 
 func (t *Topic) Changes(ctx context.Context, seg offsets.Segment) (*changelog.Changes, error) {
 	key := changesKey{t.Name, seg.SnapshotID, seg.Kind}
-	if c, ok := t.changes.get(key); ok {
+	if c, ok := t.changes.Get(key); ok {
 		return c, nil
 	}
 	// The derivation belongs to the topic, not to the first fetch that
@@ -116,7 +116,7 @@ func (t *Topic) Changes(ctx context.Context, seg offsets.Segment) (*changelog.Ch
 			return nil, fmt.Errorf("snapshot %d of %s now derives %v records per partition, the index says %d in partition %d: the table's files changed under the index",
 				seg.SnapshotID, t.Name, got, seg.Count, seg.Partition)
 		}
-		t.changes.add(key, c)
+		t.changes.Add(key, c)
 		return c, nil
 	})
 	select {

@@ -270,7 +270,7 @@ func (w *watcher) index(ctx context.Context, tbl *table.Table) error {
 		}
 		if c != nil {
 			// Freshly committed snapshots are what waiting consumers read next.
-			t.changes.add(changesKey{t.Name, ref.SnapshotID, offsets.KindChanges}, c)
+			t.changes.Add(changesKey{t.Name, ref.SnapshotID, offsets.KindChanges}, c)
 		}
 		grew = true
 		w.log.Debug().Int64("snapshot_id", ref.SnapshotID).Int64("sequence_number", ref.SequenceNumber).
@@ -318,19 +318,34 @@ func hasExpiredParent(tbl *table.Table, snapshotID int64) bool {
 
 // indexPrefix indexes a snapshot as a compacted prefix: its live rows.
 func (w *watcher) indexPrefix(ctx context.Context, tbl *table.Table, ref changelog.SnapshotRef) error {
-	t := w.topic
-	c, err := changelog.ReadSnapshot(ctx, tbl, ref, t.deriveOptions())
+	c, err := w.addPrefix(ctx, tbl, ref, "live rows of a snapshot whose parent was expired", func(counts []int64) error {
+		return w.topic.Index.Append(ctx, []offsets.Snapshot{{Kind: offsets.KindCompactedPrefix, SnapshotID: ref.SnapshotID,
+			SequenceNumber: ref.SequenceNumber, TimestampMs: ref.TimestampMs, Counts: counts}})
+	})
 	if err != nil {
-		return fmt.Errorf("live rows of snapshot %d, whose parent was expired: %w", ref.SnapshotID, err)
-	}
-	if err := t.Index.Append(ctx, []offsets.Snapshot{{Kind: offsets.KindCompactedPrefix, SnapshotID: ref.SnapshotID,
-		SequenceNumber: ref.SequenceNumber, TimestampMs: ref.TimestampMs, Counts: c.CountByPartition()}}); err != nil {
 		return err
 	}
-	t.changes.add(changesKey{t.Name, ref.SnapshotID, offsets.KindCompactedPrefix}, c)
 	w.log.Info().Int64("snapshot_id", ref.SnapshotID).Int("live_rows", len(c.Records)).
 		Msg("the table's history starts after expired snapshots; the topic starts with the live rows of its oldest snapshot")
 	return nil
+}
+
+// addPrefix reads the live rows of ref, has index make them a compacted
+// prefix segment (given their count per partition), and caches them for
+// the fetches that follow: a new prefix is read from its start by every
+// consumer at the log start.
+func (w *watcher) addPrefix(ctx context.Context, tbl *table.Table, ref changelog.SnapshotRef, what string,
+	index func(counts []int64) error) (*changelog.Changes, error) {
+	t := w.topic
+	c, err := changelog.ReadSnapshot(ctx, tbl, ref, t.deriveOptions())
+	if err != nil {
+		return nil, fmt.Errorf("%s, snapshot %d: %w", what, ref.SnapshotID, err)
+	}
+	if err := index(c.CountByPartition()); err != nil {
+		return nil, err
+	}
+	t.changes.Add(changesKey{t.Name, ref.SnapshotID, offsets.KindCompactedPrefix}, c)
+	return c, nil
 }
 
 // indexedAny reports whether any snapshot of hist is indexed.
@@ -351,15 +366,13 @@ func indexedAny(indexed []offsets.Snapshot, hist []changelog.SnapshotRef) bool {
 // rows of ref.
 func (w *watcher) resetToPrefix(ctx context.Context, tbl *table.Table, ref changelog.SnapshotRef) error {
 	t := w.topic
-	c, err := changelog.ReadSnapshot(ctx, tbl, ref, t.deriveOptions())
+	c, err := w.addPrefix(ctx, tbl, ref, "live rows of a snapshot whose history expired", func(counts []int64) error {
+		return t.Index.ResetToPrefix(ctx, offsets.Snapshot{SnapshotID: ref.SnapshotID, SequenceNumber: ref.SequenceNumber,
+			TimestampMs: ref.TimestampMs, Counts: counts})
+	})
 	if err != nil {
-		return fmt.Errorf("live rows of snapshot %d, whose history expired: %w", ref.SnapshotID, err)
-	}
-	if err := t.Index.ResetToPrefix(ctx, offsets.Snapshot{SnapshotID: ref.SnapshotID, SequenceNumber: ref.SequenceNumber,
-		TimestampMs: ref.TimestampMs, Counts: c.CountByPartition()}); err != nil {
 		return err
 	}
-	t.changes.add(changesKey{t.Name, ref.SnapshotID, offsets.KindCompactedPrefix}, c)
 	w.log.Warn().Int64("snapshot_id", ref.SnapshotID).Int("live_rows", len(c.Records)).Int32("leader_epoch", t.Index.LeaderEpoch()).
 		Msg("every indexed snapshot expired while the gateway was away; the topic continues with the live rows of the oldest retained snapshot")
 	t.notify()
@@ -374,14 +387,12 @@ func (w *watcher) compactExpired(ctx context.Context, tbl *table.Table, indexed 
 	t := w.topic
 	e := indexed[expired]
 	ref := changelog.SnapshotRef{SnapshotID: e.SnapshotID, SequenceNumber: e.SequenceNumber, TimestampMs: e.TimestampMs}
-	c, err := changelog.ReadSnapshot(ctx, tbl, ref, t.deriveOptions())
+	c, err := w.addPrefix(ctx, tbl, ref, "compacted prefix", func(counts []int64) error {
+		return t.Index.CompactPrefix(ctx, expired, counts)
+	})
 	if err != nil {
-		return fmt.Errorf("compacted prefix at snapshot %d: %w", e.SnapshotID, err)
-	}
-	if err := t.Index.CompactPrefix(ctx, expired, c.CountByPartition()); err != nil {
 		return err
 	}
-	t.changes.add(changesKey{t.Name, e.SnapshotID, offsets.KindCompactedPrefix}, c)
 	w.log.Info().Int("expired_snapshots", expired).Int64("prefix_snapshot_id", e.SnapshotID).
 		Int("live_rows", len(c.Records)).Int32("leader_epoch", t.Index.LeaderEpoch()).
 		Msg("older snapshots were expired; the topic now starts with the live rows of the earliest retained snapshot")
