@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/iceberg-go"
@@ -23,23 +25,10 @@ type rowGroupLayout struct {
 	fileSize int64
 }
 
-func readRowGroupLayout(fs icebergio.IO, df iceberg.DataFile) (*rowGroupLayout, error) {
-	f, err := fs.Open(df.FilePath())
-	if err != nil {
-		return nil, fmt.Errorf("open data file %s: %w", df.FilePath(), err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("stat data file %s: %w", df.FilePath(), err)
-	}
-	pf, err := file.NewParquetReader(f)
-	if err != nil {
-		return nil, fmt.Errorf("read footer of data file %s: %w", df.FilePath(), err)
-	}
-	defer pf.Close()
+func rowGroupLayoutOf(d *dataFileFooter, df iceberg.DataFile) (*rowGroupLayout, error) {
+	pf := d.pf
 	n := pf.NumRowGroups()
-	l := &rowGroupLayout{fileSize: st.Size()}
+	l := &rowGroupLayout{fileSize: d.size}
 	var row int64
 	for i := range n {
 		rg := pf.MetaData().RowGroup(i)
@@ -57,6 +46,38 @@ func readRowGroupLayout(fs icebergio.IO, df iceberg.DataFile) (*rowGroupLayout, 
 		return nil, fmt.Errorf("data file %s: row group offsets %v are not increasing", df.FilePath(), l.offset)
 	}
 	return l, nil
+}
+
+// dataFileFooter is an open Parquet data file with its footer parsed, so
+// that the selective reader and, when it declines, the row group layout
+// share one parse.
+type dataFileFooter struct {
+	f    icebergio.File
+	pf   *file.Reader
+	size int64
+}
+
+func openDataFile(ctx context.Context, fs icebergio.IO, df iceberg.DataFile) (*dataFileFooter, error) {
+	f, err := fs.Open(df.FilePath())
+	if err != nil {
+		return nil, fmt.Errorf("open data file %s: %w", df.FilePath(), err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("stat data file %s: %w", df.FilePath(), err)
+	}
+	pf, err := file.NewParquetReader(f, file.WithReadProps(parquet.NewReaderProperties(compute.GetAllocator(ctx))))
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("read footer of data file %s: %w", df.FilePath(), err)
+	}
+	return &dataFileFooter{f: f, pf: pf, size: st.Size()}, nil
+}
+
+// Close closes the file.
+func (d *dataFileFooter) Close() error {
+	return d.pf.Close() // closes the file too
 }
 
 // rowGroupOffset mirrors iceberg-go's choice: the first column chunk's
@@ -99,7 +120,12 @@ func readRowsAt(ctx context.Context, fs icebergio.IO, scan *table.Scan, base tab
 	if len(positions) == 0 {
 		return nil, nil, nil
 	}
-	switch b, err := readFlatRowsAt(ctx, fs, scan, base.File, positions); {
+	d, err := openDataFile(ctx, fs, base.File)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer d.Close()
+	switch b, err := readFlatRowsAt(ctx, scan, d, base.File, positions); {
 	case err == nil:
 		rows := make([]int32, b.NumRows())
 		for i := range rows {
@@ -109,16 +135,16 @@ func readRowsAt(ctx context.Context, fs icebergio.IO, scan *table.Scan, base tab
 	case !errors.Is(err, errNotFlat):
 		return nil, nil, err
 	}
-	return readRowGroupsAt(ctx, fs, scan, base, positions)
+	layout, err := rowGroupLayoutOf(d, base.File)
+	if err != nil {
+		return nil, nil, err
+	}
+	return readRowGroupsAt(ctx, scan, base, layout, positions)
 }
 
 // readRowGroupsAt is readRowsAt for files the selective reader declines:
 // iceberg-go decodes every row group holding a wanted row.
-func readRowGroupsAt(ctx context.Context, fs icebergio.IO, scan *table.Scan, base table.FileScanTask, positions []int64) ([]arrow.RecordBatch, [][]int32, error) {
-	layout, err := readRowGroupLayout(fs, base.File)
-	if err != nil {
-		return nil, nil, err
-	}
+func readRowGroupsAt(ctx context.Context, scan *table.Scan, base table.FileScanTask, layout *rowGroupLayout, positions []int64) ([]arrow.RecordBatch, [][]int32, error) {
 	// Contiguous runs of wanted row groups become one ranged task each.
 	type run struct{ first, last int }
 	var runs []run

@@ -14,7 +14,6 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/iceberg-go"
-	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 )
 
@@ -34,7 +33,7 @@ var errNotFlat = errors.New("not a flat file of plain columns")
 // It handles files whose projected columns are top-level primitives that
 // pqarrow maps to Arrow by a plain value copy (see leafKind) and that carry
 // field ids; anything else returns errNotFlat before reading any data.
-func readFlatRowsAt(ctx context.Context, fs icebergio.IO, scan *table.Scan, df iceberg.DataFile, positions []int64) (arrow.RecordBatch, error) {
+func readFlatRowsAt(ctx context.Context, scan *table.Scan, d *dataFileFooter, df iceberg.DataFile, positions []int64) (arrow.RecordBatch, error) {
 	if df.FileFormat() != iceberg.ParquetFile {
 		return nil, errNotFlat
 	}
@@ -50,16 +49,7 @@ func readFlatRowsAt(ctx context.Context, fs icebergio.IO, scan *table.Scan, df i
 		want[f.ID] = struct{}{}
 	}
 	mem := compute.GetAllocator(ctx)
-	f, err := fs.Open(df.FilePath())
-	if err != nil {
-		return nil, fmt.Errorf("open data file %s: %w", df.FilePath(), err)
-	}
-	defer f.Close()
-	pf, err := file.NewParquetReader(f, file.WithReadProps(parquet.NewReaderProperties(mem)))
-	if err != nil {
-		return nil, fmt.Errorf("read footer of data file %s: %w", df.FilePath(), err)
-	}
-	defer pf.Close()
+	pf := d.pf
 	// The reader is only asked for its schema manifest: the Arrow type
 	// pqarrow gives each column, as in iceberg-go's reader.
 	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, mem)

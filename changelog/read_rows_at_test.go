@@ -48,8 +48,13 @@ func checkRowsAt(t *testing.T, tbl *table.Table, snapshotID int64, rng *rand.Ran
 				positions = append(positions, p)
 			}
 		}
-		got, err := readFlatRowsAt(ctx, fs, scan, task.File, positions)
+		d, err := openDataFile(ctx, fs, task.File)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := readFlatRowsAt(ctx, scan, d, task.File, positions)
 		if errors.Is(err, errNotFlat) {
+			d.Close()
 			declined++
 			continue
 		}
@@ -57,7 +62,12 @@ func checkRowsAt(t *testing.T, tbl *table.Table, snapshotID int64, rng *rand.Ran
 			t.Fatalf("%s: %v", task.File.FilePath(), err)
 		}
 		took++
-		batches, rows, err := readRowGroupsAt(ctx, fs, scan, task, positions)
+		layout, err := rowGroupLayoutOf(d, task.File)
+		d.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		batches, rows, err := readRowGroupsAt(ctx, scan, task, layout, positions)
 		if err != nil {
 			t.Fatal(err)
 		}
