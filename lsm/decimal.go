@@ -122,26 +122,9 @@ func coerceDecimal(v any, t decType) (Decimal, error) {
 		return parseDecimal(x, t)
 	case json.Number:
 		return parseDecimal(string(x), t)
-	case int:
-		return parseDecimal(strconv.FormatInt(int64(x), 10), t)
-	case int8:
-		return parseDecimal(strconv.FormatInt(int64(x), 10), t)
-	case int16:
-		return parseDecimal(strconv.FormatInt(int64(x), 10), t)
-	case int32:
-		return parseDecimal(strconv.FormatInt(int64(x), 10), t)
-	case int64:
-		return parseDecimal(strconv.FormatInt(x, 10), t)
-	case uint:
-		return parseDecimal(strconv.FormatUint(uint64(x), 10), t)
-	case uint8:
-		return parseDecimal(strconv.FormatUint(uint64(x), 10), t)
-	case uint16:
-		return parseDecimal(strconv.FormatUint(uint64(x), 10), t)
-	case uint32:
-		return parseDecimal(strconv.FormatUint(uint64(x), 10), t)
-	case uint64:
-		return parseDecimal(strconv.FormatUint(x, 10), t)
+	case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
+		// %d prints every integer kind exactly.
+		return parseDecimal(fmt.Sprintf("%d", x), t)
 	case float64:
 		if math.IsNaN(x) || math.IsInf(x, 0) {
 			return Decimal{}, fmt.Errorf("%v is not a %s value", x, t)
