@@ -33,21 +33,35 @@ func buildRecords(batches []arrow.RecordBatch, deletes, inserts []RowRef, c *Cha
 			}
 			keys[i] = fn
 		}
+		// Deletes by key, first first: a key's id indexes head, its first
+		// unpaired delete, and next chains the later ones. The common case,
+		// one delete per key, costs one map entry and no slice, and pairing
+		// never writes the map.
 		var buf []byte
-		byKey := map[string][]int{}
-		for i, ref := range deletes {
+		ids := make(map[string]int32, len(deletes))
+		head := make([]int32, 0, len(deletes))
+		next := make([]int32, len(deletes))
+		for i := len(deletes) - 1; i >= 0; i-- {
+			ref := deletes[i]
 			buf = keys[ref.Batch](buf[:0], int(ref.Row))
-			byKey[string(buf)] = append(byKey[string(buf)], i)
+			id, ok := ids[string(buf)]
+			if !ok {
+				id = int32(len(head))
+				ids[string(buf)] = id
+				head = append(head, -1)
+			}
+			next[i], head[id] = head[id], int32(i)
 		}
 		for i, ref := range inserts {
 			buf = keys[ref.Batch](buf[:0], int(ref.Row))
-			queue := byKey[string(buf)]
-			if len(queue) == 0 {
+			id, ok := ids[string(buf)]
+			if !ok || head[id] < 0 {
 				continue
 			}
-			pairedBefore[i] = deletes[queue[0]]
-			deleted[queue[0]] = true
-			byKey[string(buf)] = queue[1:]
+			j := head[id]
+			pairedBefore[i] = deletes[j]
+			deleted[j] = true
+			head[id] = next[j]
 		}
 	}
 	for i, ref := range deletes {

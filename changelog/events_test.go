@@ -1,64 +1,58 @@
 package changelog
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go/table"
 )
 
-// TestCompactBatchesKeepsRowContent compacts a batch of every supported type
-// of which only a few rows are referenced: the referenced rows must encode
-// exactly as before, whether they were copied out or kept in place.
-func TestCompactBatchesKeepsRowContent(t *testing.T) {
-	var cols []arrow.Array
-	var fields []arrow.Field
-	for _, g := range goldenColumns() {
-		arr := g.arr(memory.DefaultAllocator)
-		// Repeat the column to 1000 rows so the batch counts as sparse.
-		var chunks []arrow.Array
-		for range 1000/arr.Len() + 1 {
-			chunks = append(chunks, arr)
+// A removed and an added row of one key become an update, first removed
+// with first added; the rest stay deletes (first) and inserts, in order.
+func TestBuildRecordsPairsEachKeysRowsInOrder(t *testing.T) {
+	sc, err := table.SchemaToArrowSchema(testSchema(), nil, false, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, _, err := array.RecordFromJSON(memory.DefaultAllocator, sc, stringsReader(`[
+		{"id":1,"name":"removed 1a"}, {"id":2,"name":"removed 2"}, {"id":1,"name":"removed 1b"},
+		{"id":1,"name":"added 1a"}, {"id":3,"name":"added 3"}, {"id":1,"name":"added 1b"}, {"id":1,"name":"added 1c"}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Release()
+	row := func(i int32) RowRef { return RowRef{Batch: 0, Row: i} }
+	deletes := []RowRef{row(0), row(1), row(2)}
+	inserts := []RowRef{row(3), row(4), row(5), row(6)}
+	for _, keyed := range []bool{true, false} {
+		c := &Changes{Schema: testSchema()}
+		want := []Record{
+			{Op: OpDelete, Before: row(1), After: NoRow},
+			{Op: OpUpdate, Before: row(0), After: row(3)},
+			{Op: OpInsert, Before: NoRow, After: row(4)},
+			{Op: OpUpdate, Before: row(2), After: row(5)},
+			{Op: OpInsert, Before: NoRow, After: row(6)},
 		}
-		big, err := array.Concatenate(chunks, memory.DefaultAllocator)
+		if keyed {
+			c.KeyFieldIDs = []int{1}
+		} else {
+			// Without a key nothing pairs.
+			want = []Record{
+				{Op: OpDelete, Before: row(0), After: NoRow}, {Op: OpDelete, Before: row(1), After: NoRow},
+				{Op: OpDelete, Before: row(2), After: NoRow},
+				{Op: OpInsert, Before: NoRow, After: row(3)}, {Op: OpInsert, Before: NoRow, After: row(4)},
+				{Op: OpInsert, Before: NoRow, After: row(5)}, {Op: OpInsert, Before: NoRow, After: row(6)},
+			}
+		}
+		got, err := buildRecords([]arrow.RecordBatch{rec}, deletes, inserts, c)
 		if err != nil {
 			t.Fatal(err)
 		}
-		arr.Release()
-		big = array.NewSlice(big, 0, 1000)
-		cols = append(cols, big)
-		fields = append(fields, arrow.Field{Name: g.name, Type: big.DataType(), Nullable: true})
-	}
-	b := array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, 1000)
-	enc, err := newRowAppender(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	refs := []int32{999, 3, 500, 3}
-	var want []string
-	recs := make([]Record, len(refs))
-	for i, r := range refs {
-		want = append(want, string(enc(nil, int(r))))
-		recs[i] = Record{Op: OpDelete, Before: RowRef{0, r}, After: NoRow}
-	}
-	b.Retain()
-	out := compactBatches([]arrow.RecordBatch{b}, recs)
-	if len(out) != 1 {
-		t.Fatalf("%d batches", len(out))
-	}
-	if out[0].NumRows() != 3 {
-		t.Logf("batch kept whole (%d rows): take not supported for some type", out[0].NumRows())
-	}
-	enc2, err := newRowAppender(out[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, r := range recs {
-		if got := string(enc2(nil, int(r.Before.Row))); got != want[i] {
-			t.Errorf("record %d:\n got %s\nwant %s", i, got, want[i])
+		if !slices.Equal(got, want) {
+			t.Errorf("keyed %v:\n got %v\nwant %v", keyed, got, want)
 		}
 	}
-	out[0].Release()
-	b.Release()
 }

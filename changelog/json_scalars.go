@@ -1,8 +1,10 @@
 package changelog
 
 import (
+	"encoding/binary"
 	"math/bits"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
 )
@@ -12,7 +14,13 @@ import (
 func appendJSONString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
+	raw := unsafe.Slice(unsafe.StringData(s), len(s))
 	for i := 0; i < len(s); {
+		// Most text is printable ASCII: skip it eight bytes at a time.
+		if i+8 <= len(s) && plainASCII8(binary.LittleEndian.Uint64(raw[i:])) {
+			i += 8
+			continue
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
 			if c >= 0x20 && c != '"' && c != '\\' {
@@ -48,6 +56,21 @@ func appendJSONString(dst []byte, s string) []byte {
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
+}
+
+// plainASCII8 reports whether none of the eight bytes of w needs escaping
+// or UTF-8 decoding: each is in 0x20..0x7f and neither '"' nor '\\'. The
+// tests are the classic "has a byte below n" and "has a zero byte" word
+// tricks; they can flag a byte that is fine (the caller then looks at the
+// bytes one by one) but never miss one that is not.
+func plainASCII8(w uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	control := (w - 0x20*ones) & ^w & highs
+	q := w ^ ('"' * ones)
+	quote := (q - ones) & ^q & highs
+	b := w ^ ('\\' * ones)
+	backslash := (b - ones) & ^b & highs
+	return (control | quote | backslash | w&highs) == 0
 }
 
 const (
@@ -88,12 +111,25 @@ func appendDate(dst []byte, days int64) []byte {
 		dst = append(dst, '+')
 		dst = appendPadded(dst, uint64(y), 4)
 	default:
-		dst = appendPadded(dst, uint64(y), 4)
+		dst = append2Digits(dst, int(y/100))
+		dst = append2Digits(dst, int(y%100))
 	}
 	dst = append(dst, '-')
-	dst = appendPadded(dst, uint64(m), 2)
+	dst = append2Digits(dst, m)
 	dst = append(dst, '-')
-	return appendPadded(dst, uint64(d), 2)
+	return append2Digits(dst, d)
+}
+
+// twoDigits holds "00" to "99": dates and times are mostly two-digit
+// fields, and a table lookup beats dividing.
+const twoDigits = "00010203040506070809" +
+	"10111213141516171819" + "20212223242526272829" + "30313233343536373839" +
+	"40414243444546474849" + "50515253545556575859" + "60616263646566676869" +
+	"70717273747576777879" + "80818283848586878889" + "90919293949596979899"
+
+// append2Digits writes 0 <= v <= 99 as two digits.
+func append2Digits(dst []byte, v int) []byte {
+	return append(dst, twoDigits[2*v], twoDigits[2*v+1])
 }
 
 // civilFromDays converts days since the epoch to a proleptic Gregorian date
@@ -122,12 +158,12 @@ func civilFromDays(z int64) (year int64, month, day int) {
 // and parses it.
 func appendTimeOfDay(dst []byte, nanos int64) []byte {
 	nanos = nanos - floorDiv(nanos, nanosPerDay)*nanosPerDay
-	secs := nanos / nanosPerSec
-	dst = appendPadded(dst, uint64(secs/3600), 2)
+	secs := int(nanos / nanosPerSec)
+	dst = append2Digits(dst, secs/3600)
 	dst = append(dst, ':')
-	dst = appendPadded(dst, uint64(secs/60%60), 2)
+	dst = append2Digits(dst, secs/60%60)
 	dst = append(dst, ':')
-	dst = appendPadded(dst, uint64(secs%60), 2)
+	dst = append2Digits(dst, secs%60)
 	return appendFraction(dst, nanos%nanosPerSec)
 }
 

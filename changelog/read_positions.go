@@ -6,8 +6,6 @@ import (
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/compute"
-	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/iceberg-go"
@@ -57,7 +55,7 @@ type dataFileFooter struct {
 	size int64
 }
 
-func openDataFile(ctx context.Context, fs icebergio.IO, df iceberg.DataFile) (*dataFileFooter, error) {
+func openDataFile(fs icebergio.IO, df iceberg.DataFile) (*dataFileFooter, error) {
 	f, err := fs.Open(df.FilePath())
 	if err != nil {
 		return nil, fmt.Errorf("open data file %s: %w", df.FilePath(), err)
@@ -67,7 +65,7 @@ func openDataFile(ctx context.Context, fs icebergio.IO, df iceberg.DataFile) (*d
 		f.Close()
 		return nil, fmt.Errorf("stat data file %s: %w", df.FilePath(), err)
 	}
-	pf, err := file.NewParquetReader(f, file.WithReadProps(parquet.NewReaderProperties(compute.GetAllocator(ctx))))
+	pf, err := file.NewParquetReader(f, file.WithReadProps(pageReaderProperties()))
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("read footer of data file %s: %w", df.FilePath(), err)
@@ -120,7 +118,7 @@ func readRowsAt(ctx context.Context, fs icebergio.IO, scan *table.Scan, base tab
 	if len(positions) == 0 {
 		return nil, nil, nil
 	}
-	d, err := openDataFile(ctx, fs, base.File)
+	d, err := openDataFile(fs, base.File)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -48,7 +48,7 @@ func checkRowsAt(t *testing.T, tbl *table.Table, snapshotID int64, rng *rand.Ran
 				positions = append(positions, p)
 			}
 		}
-		d, err := openDataFile(ctx, fs, task.File)
+		d, err := openDataFile(fs, task.File)
 		if err != nil {
 			t.Fatal(err)
 		}

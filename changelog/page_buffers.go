@@ -1,0 +1,56 @@
+package changelog
+
+import (
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+
+	"github.com/lakegw/lakegw/internal/bytepool"
+)
+
+// pageBuffers is the allocator of the Parquet page readers of the
+// selective row reader (readFlatRowsAt). Every column chunk it reads gets
+// a page reader whose decompression and page buffers grow to a page's size
+// and are released when the chunk is closed; with Go's allocator that was
+// about 400 bytes of fresh, zeroed memory per derived record, most of the
+// cold path's page faults and a good part of its garbage. These buffers
+// never leave the page reader (the rows are copied into Arrow builders
+// with their own allocator before the chunk is closed), so they can be
+// recycled.
+var pageBuffers memory.Allocator = pooledAllocator{}
+
+// pooledAllocator is an arrow allocator over internal/bytepool. Memory it
+// hands out is zeroed, as Go's allocator's is.
+type pooledAllocator struct{}
+
+func (pooledAllocator) Allocate(size int) []byte {
+	b := bytepool.Get(size)[:size]
+	clear(b)
+	return b
+}
+
+func (a pooledAllocator) Reallocate(size int, b []byte) []byte {
+	if size <= cap(b) {
+		old := len(b)
+		b = b[:size]
+		if size > old {
+			clear(b[old:])
+		}
+		return b
+	}
+	nb := a.Allocate(size)
+	copy(nb, b)
+	a.Free(b)
+	return nb
+}
+
+func (pooledAllocator) Free(b []byte) { bytepool.Put(b) }
+
+// pageReaderProperties reads column chunks through a small buffer rather
+// than reading each chunk whole into a new slice first (the default):
+// pages are read straight into the pooled page buffers.
+func pageReaderProperties() *parquet.ReaderProperties {
+	props := parquet.NewReaderProperties(pageBuffers)
+	props.BufferedStreamEnabled = true
+	props.BufferSize = 64 << 10
+	return props
+}
