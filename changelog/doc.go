@@ -19,5 +19,6 @@
 //
 // It knows nothing of Kafka framing, offsets or error codes, and must not
 // import protocol/, fetch/, offsets/, topics/ or lsm/ (lsm/ writes the schema
-// defined here, never the other way round). It may import lake/.
+// defined here, never the other way round). It may import lake/ and
+// internal/bytepool.
 package changelog

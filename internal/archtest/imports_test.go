@@ -66,8 +66,7 @@ var rules = map[string]rule{
 	// lsm/. It persists through state/."
 	"offsets": {mustNot: []string{"protocol/...", "fetch", "changelog", "topics", "lake", "lsm"}},
 	// "must not import protocol/, fetch/, offsets/, topics/ or lsm/ ... It
-	// may import lake/."; internal/bytepool/doc.go: "changelog/ gives them to
-	// its Parquet page readers".
+	// may import lake/ and internal/bytepool".
 	"changelog": {
 		may:     []string{"lake", "internal/bytepool"},
 		mustNot: []string{"protocol/...", "fetch", "offsets", "topics", "lsm"},
