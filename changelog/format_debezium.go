@@ -41,6 +41,12 @@ func (debeziumJSON) AppendValue(dst []byte, c *Changes, rec *Record) ([]byte, bo
 	dst = appendRowRef(dst, enc, rec.After)
 	dst = append(dst, `,"op":"`...)
 	dst = append(dst, debeziumOp(rec.Op)...)
+	return append(dst, enc.debeziumTail...), true
+}
+
+// appendDebeziumTail writes what follows "op" in every record of c: the
+// event time and the source block.
+func appendDebeziumTail(dst []byte, c *Changes) []byte {
 	dst = append(dst, `","ts_ms":`...)
 	dst = strconv.AppendInt(dst, c.TimestampMs, 10)
 	dst = append(dst, `,"source":{"connector":"lakegw","table":`...)
@@ -51,7 +57,7 @@ func (debeziumJSON) AppendValue(dst []byte, c *Changes, rec *Record) ([]byte, bo
 	dst = strconv.AppendInt(dst, c.SequenceNumber, 10)
 	dst = append(dst, `,"ts_ms":`...)
 	dst = strconv.AppendInt(dst, c.TimestampMs, 10)
-	return append(dst, "}}"...), true
+	return append(dst, "}}"...)
 }
 
 func debeziumOp(op Op) string {

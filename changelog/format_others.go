@@ -38,6 +38,11 @@ func (canalJSON) AppendValue(dst []byte, c *Changes, rec *Record) ([]byte, bool)
 	}
 	dst = append(dst, `,"type":"`...)
 	dst = append(dst, canalType(rec.Op)...)
+	return append(dst, enc.canalTail...), true
+}
+
+// appendCanalTail writes what follows "type" in every record of c.
+func appendCanalTail(dst []byte, c *Changes) []byte {
 	db, tbl := splitTableName(c.Table)
 	dst = append(dst, `","database":`...)
 	dst = appendJSONString(dst, db)
@@ -47,8 +52,7 @@ func (canalJSON) AppendValue(dst []byte, c *Changes, rec *Record) ([]byte, bool)
 	dst = strconv.AppendInt(dst, c.TimestampMs, 10)
 	dst = append(dst, `,"ts":`...)
 	dst = strconv.AppendInt(dst, c.TimestampMs, 10)
-	dst = append(dst, `,"isDdl":false}`...)
-	return dst, true
+	return append(dst, `,"isDdl":false}`...)
 }
 
 func canalType(op Op) string {

@@ -12,6 +12,9 @@ import (
 // and of its key object.
 type changesEncoders struct {
 	batches []batchEncoder
+	// The snapshot's part of every record's envelope, the same for all
+	// of its records: written once rather than per record.
+	debeziumTail, canalTail []byte
 }
 
 type batchEncoder struct {
@@ -43,7 +46,8 @@ func (c *Changes) encoders() (*changesEncoders, error) {
 }
 
 func buildEncoders(c *Changes) (*changesEncoders, error) {
-	enc := &changesEncoders{batches: make([]batchEncoder, len(c.Batches))}
+	enc := &changesEncoders{batches: make([]batchEncoder, len(c.Batches)),
+		debeziumTail: appendDebeziumTail(nil, c), canalTail: appendCanalTail(nil, c)}
 	for i, b := range c.Batches {
 		row, err := newRowAppender(b)
 		if err != nil {
