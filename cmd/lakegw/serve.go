@@ -71,6 +71,7 @@ func cmdServe(ctx context.Context, args []string, demo bool) error {
 	diskCacheBytes := fs.Int64("disk-cache-bytes", 10<<30, "local disk for encoded record batches beyond --cache-bytes, served from the OS page cache (0: off)")
 	changesBytes := fs.Int64("changes-cache-bytes", 128<<20, "memory for derived snapshots being read (one larger snapshot may exceed it)")
 	batchRecords := fs.Int("batch-records", 1000, "records per record batch (keep equal on every gateway of a table)")
+	readAhead := fs.Int("read-ahead-batches", 256, "batches encoded in the background past a consumer reading a cold range (0 or less: off)")
 	format := fs.String("format", "debezium-json", "default record format: debezium-json, canal-json, upsert, json")
 	compression := fs.String("compression", "none", "default batch compression: none, gzip, snappy, lz4, zstd")
 	partitions := fs.Int("partitions", 1, "default partitions per topic (records spread by key hash)")
@@ -121,7 +122,8 @@ func cmdServe(ctx context.Context, args []string, demo bool) error {
 		ChangesCacheBytes: *changesBytes,
 	}, cat, store, log.With().Str("component", "topics").Logger())
 	reader, err := fetch.NewReader(fetch.Config{BatchRecords: *batchRecords, CacheBytes: *cacheBytes,
-		DiskCacheDir: filepath.Join(*common.dataDir, "batch-cache"), DiskCacheBytes: *diskCacheBytes},
+		DiskCacheDir: filepath.Join(*common.dataDir, "batch-cache"), DiskCacheBytes: *diskCacheBytes,
+		ReadAheadBatches: readAheadBatches(*readAhead)},
 		log.With().Str("component", "fetch").Logger())
 	if err != nil {
 		return err
@@ -205,4 +207,13 @@ func runAll(parent context.Context, log zerolog.Logger, reg *topics.Registry, sr
 		log.Info().Msg("lakegw stopped")
 	}
 	return errors.Join(all...)
+}
+
+// readAheadBatches maps the flag to fetch.Config's encoding, where 0 means
+// the default and a negative count off.
+func readAheadBatches(n int) int {
+	if n <= 0 {
+		return -1
+	}
+	return n
 }

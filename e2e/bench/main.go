@@ -63,6 +63,7 @@ type config struct {
 	verbose       bool
 	tableProps    iceberg.Properties
 	gatewayEnv    []string
+	gatewayFlags  []string
 	profile       string
 	java          bool
 	lsm           bool
@@ -93,6 +94,13 @@ func main() {
 			return fmt.Errorf("want KEY=VALUE")
 		}
 		c.gatewayEnv = append(c.gatewayEnv, s)
+		return nil
+	})
+	flag.Func("gateway-flag", "extra lakegw serve flag of the lakegw processes (repeatable), e.g. --read-ahead-batches=512", func(s string) error {
+		if !strings.HasPrefix(s, "--") {
+			return fmt.Errorf("want --name=value")
+		}
+		c.gatewayFlags = append(c.gatewayFlags, s)
 		return nil
 	})
 	flag.Func("table-prop", "extra Iceberg table property KEY=VALUE of the benchmark tables (repeatable), e.g. read.parquet.batch-size=16384", func(s string) error {
@@ -223,7 +231,7 @@ func run(ctx context.Context, c config) (err error) {
 		r.lsmErr = tabs.lsmErr.Error()
 		logf("no %s, its passes are skipped: %v", lsmTopic, tabs.lsmErr)
 	}
-	gw := gatewayOpts{bin: c.lakegwBin, dataDir: dataDir, cacheBytes: c.cacheBytes, changesBytes: c.changesBytes, env: c.gatewayEnv}
+	gw := gatewayOpts{bin: c.lakegwBin, dataDir: dataDir, cacheBytes: c.cacheBytes, changesBytes: c.changesBytes, env: c.gatewayEnv, extra: c.gatewayFlags}
 
 	// 2. First gateway: index every snapshot (derivation to count records),
 	// then read the topic once and copy it into Kafka.

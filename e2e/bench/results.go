@@ -144,8 +144,8 @@ func (r *results) write(stdout io.Writer) error {
 			"written by the lsm package with the same changes as %s: one commit per snapshot (%d commits), universal compaction after each as `lakegw load` does (%d compactions); "+
 			"the gateway serves its changelog files. Its passes run after the others of each repetition, on a new gateway.\n\n", lsmTopic, mainTopic, r.lsmCommits, r.lsmCompactions)
 	}
-	if len(r.cfg.gatewayEnv) > 0 || len(r.cfg.tableProps) > 0 {
-		fmt.Fprintf(&md, "Non-default settings: lakegw environment %v, table properties %v.\n\n", r.cfg.gatewayEnv, r.cfg.tableProps)
+	if len(r.cfg.gatewayEnv) > 0 || len(r.cfg.gatewayFlags) > 0 || len(r.cfg.tableProps) > 0 {
+		fmt.Fprintf(&md, "Non-default settings: lakegw environment %v, flags %v, table properties %v.\n\n", r.cfg.gatewayEnv, r.cfg.gatewayFlags, r.cfg.tableProps)
 	}
 	fmt.Fprintf(&md, "| measurement | records | MB | s | records/s | MB/s | server CPU s | records per server CPU s |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	line := func(name string, x row) {
