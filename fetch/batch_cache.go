@@ -30,30 +30,47 @@ func newBatchCache(maxBytes int64) *batchCache {
 	return &batchCache{mem: sizedlru.New[batchKey](maxBytes, func(v []byte) int64 { return int64(len(v)) }), maxBytes: maxBytes}
 }
 
-// appendTo appends the batch named k to dst when it is cached and no larger
-// than room; n is its size whenever it is cached (ok), appended or not. A
-// batch found on disk is read straight into dst and not copied into memory:
-// a sequential re-read of a topic larger than the memory tier would only
-// churn it, and the OS page cache already keeps hot disk pages in memory.
-func (c *batchCache) appendTo(k batchKey, dst []byte, room int) (out []byte, n int, ok bool) {
+// appendTo adds the batch named k to s when it is cached and no larger
+// than room; n is its size whenever it is cached (ok), added or not. A batch
+// found on disk is left in its file when s takes files, else read into s's
+// arena; it is not copied into the memory tier: a sequential re-read of a
+// topic larger than the memory tier would only churn it, and the OS page
+// cache already keeps hot disk pages in memory.
+func (c *batchCache) appendTo(k batchKey, s *batchSink, room int) (n int, ok bool) {
 	if c.maxBytes > 0 {
 		if v, ok := c.mem.Get(k); ok {
 			if len(v) <= room {
-				dst = append(dst, v...)
+				s.appendBytes(v)
 			}
-			return dst, len(v), true
+			return len(v), true
 		}
 	}
 	if c.disk == nil {
-		return dst, 0, false
+		return 0, false
 	}
-	return c.disk.appendTo(k, dst, room)
+	if s.files {
+		loc, n, ok := c.disk.ref(k, room)
+		if ok && n <= room {
+			s.addFile(loc)
+		}
+		return n, ok
+	}
+	at := len(s.arena)
+	s.arena, n, ok = c.disk.appendTo(k, s.arena, room)
+	if ok && n <= room {
+		s.addArena(at, n)
+	}
+	return n, ok
 }
 
 // has reports whether the batch named k is cached, without reading it.
 func (c *batchCache) has(k batchKey) bool {
-	_, _, ok := c.appendTo(k, nil, 0)
-	return ok
+	if c.maxBytes > 0 {
+		if _, ok := c.mem.Get(k); ok {
+			return true
+		}
+	}
+	return c.disk != nil && c.disk.has(k)
 }
 
 // add caches a freshly encoded batch on disk and, when inMemory, in

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/rs/zerolog"
 )
@@ -29,13 +30,41 @@ type diskCache struct {
 	bytes    int64
 	nextID   int
 	disabled bool
+	// held counts the references responses hold on segments, to be
+	// released once written (Stats.DiskRangesHeld).
+	held atomic.Int64
 }
 
 type diskSegment struct {
 	f    *os.File
 	size int64
 	keys []batchKey
+	// refs counts the responses that will send ranges of the file
+	// straight from it (sendfile). An evicted segment is retired: its file
+	// is unlinked at once but closed only when the last of them is sent.
+	refs      atomic.Int32
+	held      *atomic.Int64 // the cache's count of references
+	retired   atomic.Bool
+	closeOnce sync.Once
 }
+
+func (s *diskSegment) unref() {
+	s.held.Add(-1)
+	if s.refs.Add(-1) == 0 && s.retired.Load() {
+		s.closeFile()
+	}
+}
+
+// retire is called with the segment out of the index, so that no new
+// reference can be taken.
+func (s *diskSegment) retire() {
+	s.retired.Store(true)
+	if s.refs.Load() == 0 {
+		s.closeFile()
+	}
+}
+
+func (s *diskSegment) closeFile() { s.closeOnce.Do(func() { s.f.Close() }) }
 
 type diskLoc struct {
 	seg *diskSegment
@@ -78,6 +107,31 @@ func (d *diskCache) appendTo(k batchKey, dst []byte, room int) ([]byte, int, boo
 		return dst[:at], 0, false
 	}
 	return dst, loc.n, true
+}
+
+// has reports whether the batch named k is cached.
+func (d *diskCache) has(k batchKey) bool {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	_, ok := d.index[k]
+	return ok && !d.disabled
+}
+
+// ref returns where the batch named k is when it is cached and no larger
+// than room, with a reference on its segment that keeps the file open until
+// released (diskSegment.unref); n is its size whenever it is cached.
+func (d *diskCache) ref(k batchKey, room int) (loc diskLoc, n int, ok bool) {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	loc, ok = d.index[k]
+	if !ok || d.disabled {
+		return diskLoc{}, 0, false
+	}
+	if loc.n <= room {
+		loc.seg.refs.Add(1)
+		d.held.Add(1)
+	}
+	return loc, loc.n, true
 }
 
 // add writes v to the current segment and reports whether the cache holds
@@ -131,7 +185,7 @@ func (d *diskCache) rotate() (*diskSegment, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &diskSegment{f: f}
+	s := &diskSegment{f: f, held: &d.held}
 	d.segs = append(d.segs, s)
 	return s, nil
 }
@@ -143,10 +197,10 @@ func (d *diskCache) dropOldest() {
 		delete(d.index, k)
 	}
 	d.bytes -= s.size
-	s.f.Close()
 	if err := os.Remove(s.f.Name()); err != nil {
 		d.log.Warn().Err(err).Str("file", s.f.Name()).Msg("cannot remove an evicted batch cache segment")
 	}
+	s.retire()
 }
 
 func (d *diskCache) disable() {

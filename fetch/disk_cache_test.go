@@ -16,25 +16,53 @@ func TestBatchCacheServesFromDiskBeyondMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.close()
-	c := newBatchCache(300 << 10) // memory holds about one batch
+	c := newBatchCache(1 << 20) // memory holds five batches
 	c.disk = d
 	batch := func(i int) []byte { return bytes.Repeat([]byte{byte(i)}, 200<<10) }
 	key := func(i int) batchKey { return batchKey{topic: "t", baseOffset: int64(i) * 1000} }
 	for i := range 10 {
 		c.add(key(i), batch(i), true)
 	}
-	// 10 x 200 KiB = 2 MiB: all on disk, only the last in memory. Each
-	// read appends after what dst holds.
+	// 10 x 200 KiB = 2 MiB: all on disk, the last five in memory. Each
+	// read appends after what the arena holds.
 	prefix := []byte("before")
 	for i := range 10 {
-		got, n, ok := c.appendTo(key(i), prefix, 1<<20)
+		s := batchSink{arena: bytes.Clone(prefix)}
+		n, ok := c.appendTo(key(i), &s, 1<<20)
+		got := s.arena
 		if !ok || n != 200<<10 || !bytes.Equal(got[:len(prefix)], prefix) || !bytes.Equal(got[len(prefix):], batch(i)) {
 			t.Fatalf("batch %d: found %v, size %d, right bytes %v", i, ok, n, bytes.Equal(got[len(prefix):], batch(i)))
 		}
+		if bs, flat := s.take(); len(bs) != 1 || !bytes.Equal(flat, batch(i)) {
+			t.Fatalf("batch %d: %d spans, flat bytes right: %v", i, len(bs), bytes.Equal(flat, batch(i)))
+		}
+	}
+	// A sink that takes files gets disk hits as ranges of the cache's
+	// files, memory hits as bytes.
+	for i := range 10 {
+		s := batchSink{files: true}
+		if n, ok := c.appendTo(key(i), &s, 1<<20); !ok || n != 200<<10 {
+			t.Fatalf("batch %d: found %v, size %d", i, ok, n)
+		}
+		bs, flat := s.take()
+		r := &Response{Batches: [][]Batches{{bs}}, segs: s.segs}
+		f, off, n := bs[0].File()
+		inMemory := i >= 5
+		if len(bs) != 1 || (f == nil) != inMemory || (flat != nil) != inMemory || len(s.arena) != map[bool]int{true: 200 << 10}[inMemory] {
+			t.Fatalf("batch %d: spans %d, file %v, flat %v, arena %d", i, len(bs), f != nil, flat != nil, len(s.arena))
+		}
+		if f != nil {
+			got := make([]byte, n)
+			if _, err := f.ReadAt(got, off); err != nil || !bytes.Equal(got, batch(i)) {
+				t.Fatalf("batch %d: file range %d+%d: %v", i, off, n, err)
+			}
+		}
+		r.Release()
 	}
 	// A batch larger than the room left is reported, not appended.
-	if got, n, ok := c.appendTo(key(3), prefix, 100<<10); !ok || n != 200<<10 || len(got) != len(prefix) {
-		t.Fatalf("no room: found %v, size %d, appended %d bytes", ok, n, len(got)-len(prefix))
+	s := batchSink{arena: bytes.Clone(prefix), files: true}
+	if n, ok := c.appendTo(key(3), &s, 100<<10); !ok || n != 200<<10 || len(s.arena) != len(prefix) || len(s.spans) != 0 || len(s.segs) != 0 {
+		t.Fatalf("no room: found %v, size %d, appended %d bytes, %d spans", ok, n, len(s.arena)-len(prefix), len(s.spans))
 	}
 	// Past the disk budget the oldest segments go, with their files.
 	for i := 10; i < 40; i++ {
@@ -54,7 +82,7 @@ func TestBatchCacheServesFromDiskBeyondMemory(t *testing.T) {
 	if _, inMemory := c.mem.Get(key(40)); inMemory {
 		t.Fatal("a batch added for disk only is in the memory tier")
 	}
-	if got, _, ok := c.appendTo(key(40), nil, 1<<20); !ok || !bytes.Equal(got, batch(40)) {
+	if s := (batchSink{}); !func() bool { _, ok := c.appendTo(key(40), &s, 1<<20); return ok }() || !bytes.Equal(s.arena, batch(40)) {
 		t.Fatal("a batch added for disk only must be served from disk")
 	}
 	files, _ := os.ReadDir(dir)
@@ -78,4 +106,44 @@ func TestDiskCacheWriteErrorDisablesIt(t *testing.T) {
 		t.Fatal("a disabled cache serves nothing")
 	}
 	d.add(batchKey{baseOffset: 3}, []byte("three")) // must not panic
+}
+
+// A response that will send a range of a segment keeps the segment's file
+// open, though evicted (and unlinked), until it releases it.
+func TestDiskCacheKeepsAReferencedSegmentUntilReleased(t *testing.T) {
+	d, err := newDiskCache(filepath.Join(t.TempDir(), "b"), 4<<20, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.close()
+	batch := func(i int) []byte { return bytes.Repeat([]byte{byte(i)}, 200<<10) }
+	key := func(i int) batchKey { return batchKey{topic: "t", baseOffset: int64(i)} }
+	d.add(key(0), batch(0))
+	loc, n, ok := d.ref(key(0), 1<<20)
+	if !ok || n != 200<<10 {
+		t.Fatalf("ref: found %v, size %d", ok, n)
+	}
+	for i := 1; i < 40; i++ {
+		d.add(key(i), batch(i))
+	}
+	if d.has(key(0)) {
+		t.Fatal("the first segment must have been evicted")
+	}
+	if _, err := os.Stat(loc.seg.f.Name()); !os.IsNotExist(err) {
+		t.Fatalf("an evicted segment's file must be unlinked: %v", err)
+	}
+	got := make([]byte, loc.n)
+	if _, err := loc.seg.f.ReadAt(got, loc.off); err != nil || !bytes.Equal(got, batch(0)) {
+		t.Fatalf("the referenced range must stay readable after eviction: %v", err)
+	}
+	loc.seg.unref()
+	if _, err := loc.seg.f.ReadAt(got, loc.off); err == nil {
+		t.Fatal("the evicted segment's file must be closed once the last reference is released")
+	}
+	// A batch too large for the room takes no reference.
+	d.add(key(100), batch(100))
+	loc, _, _ = d.ref(key(100), 10)
+	if refs := loc.seg.refs.Load(); refs != 0 {
+		t.Fatalf("%d references taken for a batch that did not fit", refs)
+	}
 }

@@ -102,12 +102,19 @@ func (r *Reader) Close() {
 // compression is the codec to use ("none" when the client cannot take the
 // topic's codec).
 func (r *Reader) Read(ctx context.Context, t *topics.Topic, p int32, offset int64, maxBytes int, compression string, dst []byte) ([]byte, error) {
+	s := batchSink{arena: dst}
+	err := r.read(ctx, t, p, offset, maxBytes, compression, &s)
+	return s.arena, err
+}
+
+// read is Read into a sink, which may keep disk cache hits in their files.
+func (r *Reader) read(ctx context.Context, t *topics.Topic, p int32, offset int64, maxBytes int, compression string, s *batchSink) error {
 	idx := t.Index
 	if offset < idx.LogStart(p) || offset > idx.HighWatermark(p) {
-		return dst, ErrOffsetOutOfRange
+		return ErrOffsetOutOfRange
 	}
 	epoch := idx.LeaderEpoch()
-	start := len(dst)
+	start := s.n
 	// Reading old snapshots means planning and decoding them; once some
 	// batches are in hand, answer rather than let one fetch run past the
 	// client's request timeout.
@@ -122,24 +129,22 @@ func (r *Reader) Read(ctx context.Context, t *topics.Topic, p int32, offset int6
 		}
 	}()
 	for {
-		if len(dst) > start && time.Now().After(deadline) {
-			return dst, nil
+		if s.n > start && time.Now().After(deadline) {
+			return nil
 		}
 		seg, ok := idx.Locate(p, offset)
 		if !ok {
-			return dst, nil // at the high watermark
+			return nil // at the high watermark
 		}
 		first, last := r.batchBounds(seg, offset)
 		key := batchKey{topic: t.Name, partition: p, epoch: epoch, baseOffset: seg.BaseOffset + first, compression: compression}
-		room := maxBytes - (len(dst) - start)
-		if len(dst) == start {
+		room := maxBytes - (s.n - start)
+		if s.n == start {
 			room = math.MaxInt // the first batch goes out whatever its size
 		}
-		var n int
-		var cached bool
-		if dst, n, cached = r.cache.appendTo(key, dst, room); cached {
+		if n, cached := r.cache.appendTo(key, s, room); cached {
 			if n > room {
-				return dst, nil
+				return nil
 			}
 		} else {
 			if wait := r.claim(key); wait != nil {
@@ -148,27 +153,27 @@ func (r *Reader) Read(ctx context.Context, t *topics.Topic, p int32, offset int6
 				select {
 				case <-wait:
 				case <-ctx.Done():
-					return dst, ctx.Err()
+					return ctx.Err()
 				}
 				continue
 			}
 			batch, err := r.encodeAndCache(ctx, t, seg, p, epoch, compression, first, last, key, true)
 			if err != nil {
-				return dst, err
+				return err
 			}
 			encoded = true
 			fits := len(batch) <= room
 			if fits {
-				dst = append(dst, batch...)
+				s.appendBytes(batch)
 			}
 			bytepool.Put(batch)
 			if !fits {
-				return dst, nil
+				return nil
 			}
 		}
 		offset = seg.BaseOffset + last
-		if len(dst)-start >= maxBytes {
-			return dst, nil
+		if s.n-start >= maxBytes {
+			return nil
 		}
 	}
 }

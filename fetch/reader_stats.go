@@ -15,9 +15,16 @@ type Stats struct {
 	// BatchesEncodedAhead is the part of BatchesEncoded the read-ahead
 	// encoded before a consumer asked for it.
 	BatchesEncodedAhead int64
+	// DiskRangesHeld is how many disk cache ranges responses not yet
+	// written (or released) refer to.
+	DiskRangesHeld int64
 }
 
 // Stats returns the reader's counters.
 func (r *Reader) Stats() Stats {
-	return Stats{BatchesEncoded: r.stats.encoded.Load(), BatchesEncodedAhead: r.stats.encodedAhead.Load()}
+	st := Stats{BatchesEncoded: r.stats.encoded.Load(), BatchesEncodedAhead: r.stats.encodedAhead.Load()}
+	if r.cache.disk != nil {
+		st.DiskRangesHeld = r.cache.disk.held.Load()
+	}
+	return st
 }

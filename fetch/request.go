@@ -21,11 +21,11 @@ const maxWaitCap = 5 * time.Minute
 // than MinBytes are available, waits up to MaxWait for new snapshots of the
 // requested topics (woken by the topics' change channels, no polling).
 //
-// The response's record batches live in a pooled buffer: call release once
-// the response is encoded and no longer used.
-func (r *Reader) Serve(ctx context.Context, reg *topics.Registry, req *kmsg.FetchRequest) (resp *kmsg.FetchResponse, release func()) {
-	arena := bytepool.Get(arenaHint(req))
-	done := func() { bytepool.Put(arena) }
+// The response's record batches live in a pooled buffer and in files of
+// the batch disk cache: call its Release once it is written and no longer
+// used.
+func (r *Reader) Serve(ctx context.Context, reg *topics.Registry, req *kmsg.FetchRequest) *Response {
+	out := &Response{arena: bytepool.Get(arenaHint(req))}
 	wait := min(time.Duration(max(req.MaxWaitMillis, 0))*time.Millisecond, maxWaitCap)
 	deadline := time.Now().Add(wait)
 	for {
@@ -40,18 +40,21 @@ func (r *Reader) Serve(ctx context.Context, reg *topics.Registry, req *kmsg.Fetc
 			}
 		}
 		// Each pass reads afresh into the same buffer: a response not sent
-		// is dropped whole.
+		// is dropped whole, with the disk cache files it referred to.
+		releaseSegments(out.segs)
+		sink := batchSink{arena: out.arena[:0], files: true}
 		var total int
 		var urgent bool
-		resp, arena, total, urgent = r.readAll(ctx, reg, req, arena[:0])
+		out.FetchResponse, out.Batches, total, urgent = r.readAll(ctx, reg, req, &sink)
+		out.arena, out.segs = sink.arena, sink.segs
 		remaining := time.Until(deadline)
 		// An error or a diverging epoch is answered at once, as Kafka does:
 		// the consumer has to act on it, not wait for data.
 		if urgent || total >= int(req.MinBytes) || remaining <= 0 || ctx.Err() != nil || len(wake) == 0 {
-			return resp, done
+			return out
 		}
 		if !waitAny(ctx, wake, remaining) {
-			return resp, done
+			return out
 		}
 	}
 }
@@ -126,10 +129,9 @@ func responseLimit(req *kmsg.FetchRequest) int {
 	return maxFetchBytes
 }
 
-// readAll reads every requested partition, appending their batches to
-// arena (the partitions' RecordBatches are slices of it).
-func (r *Reader) readAll(ctx context.Context, reg *topics.Registry, req *kmsg.FetchRequest, arena []byte) (
-	resp *kmsg.FetchResponse, _ []byte, total int, urgent bool) {
+// readAll reads every requested partition into s.
+func (r *Reader) readAll(ctx context.Context, reg *topics.Registry, req *kmsg.FetchRequest, s *batchSink) (
+	resp *kmsg.FetchResponse, batches [][]Batches, total int, urgent bool) {
 	resp = req.ResponseKind().(*kmsg.FetchResponse)
 	// No fetch sessions: session id 0 tells clients to send full requests.
 	resp.SessionID = 0
@@ -137,6 +139,7 @@ func (r *Reader) readAll(ctx context.Context, reg *topics.Registry, req *kmsg.Fe
 	for _, rt := range req.Topics {
 		ot := kmsg.NewFetchResponseTopic()
 		ot.Topic = rt.Topic
+		var tb []Batches
 		t, known := reg.Topic(rt.Topic)
 		for _, rp := range rt.Partitions {
 			op := kmsg.NewFetchResponseTopicPartition()
@@ -147,23 +150,27 @@ func (r *Reader) readAll(ctx context.Context, reg *topics.Registry, req *kmsg.Fe
 			if !known || rp.Partition < 0 || rp.Partition >= t.Index.Partitions() {
 				op.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				urgent = true
-				ot.Partitions = append(ot.Partitions, op)
-				continue
+			} else {
+				r.readPartition(ctx, t, req.Version, rp, maxBytes-total, total == 0, &op, s)
+				urgent = urgent || op.ErrorCode != 0 || op.DivergingEpoch.EndOffset >= 0
 			}
-			arena = r.readPartition(ctx, t, req.Version, rp, maxBytes-total, total == 0, &op, arena)
-			total += len(op.RecordBatches)
-			urgent = urgent || op.ErrorCode != 0 || op.DivergingEpoch.EndOffset >= 0
+			bs, flat := s.take()
+			if flat != nil {
+				op.RecordBatches = flat
+			}
+			total += bs.Len()
 			ot.Partitions = append(ot.Partitions, op)
+			tb = append(tb, bs)
 		}
 		resp.Topics = append(resp.Topics, ot)
+		batches = append(batches, tb)
 	}
-	return resp, arena, total, urgent
+	return resp, batches, total, urgent
 }
 
-// readPartition fills op, appending its record batches to arena; it
-// returns arena.
+// readPartition fills op and adds the partition's record batches to s.
 func (r *Reader) readPartition(ctx context.Context, t *topics.Topic, version int16, rp kmsg.FetchRequestTopicPartition,
-	budget int, first bool, op *kmsg.FetchResponseTopicPartition, arena []byte) []byte {
+	budget int, first bool, op *kmsg.FetchResponseTopicPartition, s *batchSink) {
 	idx := t.Index
 	p := rp.Partition
 	hw := idx.HighWatermark(p)
@@ -172,10 +179,10 @@ func (r *Reader) readPartition(ctx context.Context, t *topics.Topic, version int
 		switch epoch := idx.LeaderEpoch(); {
 		case rp.CurrentLeaderEpoch < epoch:
 			op.ErrorCode = kerr.FencedLeaderEpoch.Code
-			return arena
+			return
 		case rp.CurrentLeaderEpoch > epoch:
 			op.ErrorCode = kerr.UnknownLeaderEpoch.Code
-			return arena
+			return
 		}
 	}
 	if version >= 12 && rp.LastFetchedEpoch >= 0 {
@@ -185,7 +192,7 @@ func (r *Reader) readPartition(ctx context.Context, t *topics.Topic, version int
 		// that do not follow the ones it has.
 		if epoch, end, ok := idx.EpochEnd(p, rp.LastFetchedEpoch); ok && (epoch < rp.LastFetchedEpoch || end < rp.FetchOffset) {
 			op.DivergingEpoch.Epoch, op.DivergingEpoch.EndOffset = epoch, end
-			return arena
+			return
 		}
 		// A compacted prefix rewrote the offsets below it under its own
 		// epoch: a consumer that read them under an older one read other
@@ -196,7 +203,7 @@ func (r *Reader) readPartition(ctx context.Context, t *topics.Topic, version int
 		if seg, ok := idx.Locate(p, rp.FetchOffset); ok && seg.Kind == offsets.KindCompactedPrefix &&
 			rp.LastFetchedEpoch < seg.Epoch && rp.FetchOffset > seg.BaseOffset {
 			op.DivergingEpoch.Epoch, op.DivergingEpoch.EndOffset = rp.LastFetchedEpoch, seg.BaseOffset
-			return arena
+			return
 		}
 	}
 	if rp.FetchOffset == hw {
@@ -205,25 +212,21 @@ func (r *Reader) readPartition(ctx context.Context, t *topics.Topic, version int
 			// rather than let the consumer wait forever in silence.
 			op.ErrorCode = kerr.KafkaStorageError.Code
 		}
-		return arena
+		return
 	}
 	limit := int(rp.PartitionMaxBytes)
 	if limit <= 0 || limit > budget {
 		limit = budget
 	}
 	if limit <= 0 && !first {
-		return arena
+		return
 	}
 	compression := t.Config.Compression
 	if compression == "zstd" && version < 10 {
 		// zstd needs Fetch v10+: older clients cannot decode it.
 		compression = "none"
 	}
-	at := len(arena)
-	arena, err := r.Read(ctx, t, p, rp.FetchOffset, max(limit, 1), compression, arena)
-	// The full slice expression keeps a later partition's append from
-	// writing into this one's bytes.
-	batches := arena[at:len(arena):len(arena)]
+	err := r.read(ctx, t, p, rp.FetchOffset, max(limit, 1), compression, s)
 	switch {
 	case errors.Is(err, ErrOffsetOutOfRange):
 		op.ErrorCode = kerr.OffsetOutOfRange.Code
@@ -231,14 +234,9 @@ func (r *Reader) readPartition(ctx context.Context, t *topics.Topic, version int
 		if ctx.Err() == nil {
 			r.log.Error().Err(err).Str("topic", t.Name).Int32("partition", p).Int64("offset", rp.FetchOffset).Msg("fetch failed")
 		}
-		op.ErrorCode = kerr.KafkaStorageError.Code
-		if len(batches) > 0 {
-			// Serve what was read before the failure.
-			op.ErrorCode = 0
-			op.RecordBatches = batches
+		if s.n == 0 {
+			// Serve what was read before the failure, if anything.
+			op.ErrorCode = kerr.KafkaStorageError.Code
 		}
-	default:
-		op.RecordBatches = batches
 	}
-	return arena
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/lakegw/lakegw/fetch"
 	"github.com/lakegw/lakegw/internal/bytepool"
 	"github.com/lakegw/lakegw/protocol/groups"
 )
@@ -36,12 +37,12 @@ func newConn(s *Server, nc net.Conn) *conn {
 }
 
 // frame is one framed response. pooled frames go back to bytepool once
-// written. When bufs is set, the frame is bufs (slices of b and buffers it
-// does not own), written with one writev, after which done is called.
+// written. When spans is set, the frame is spans (slices of b, buffers and
+// file ranges it does not own), after which done is called.
 type frame struct {
 	b      []byte
 	pooled bool
-	bufs   net.Buffers
+	spans  []fetch.Span
 	done   func()
 }
 
@@ -54,10 +55,9 @@ func (c *conn) serve(parent context.Context) {
 	defer cancel()
 	defer c.nc.Close()
 	slots := make(chan pending, c.s.cfg.MaxInflightPerConn)
-	writerDone := make(chan struct{})
+	writerDone := make(chan pending, 1)
 	go func() {
-		defer close(writerDone)
-		c.writeLoop(ctx, cancel, slots)
+		writerDone <- c.writeLoop(ctx, cancel, slots)
 	}()
 	c.readLoop(ctx, slots)
 	// The client is gone or misbehaved: nothing more can be answered, so
@@ -65,12 +65,38 @@ func (c *conn) serve(parent context.Context) {
 	// rather than let them work for nobody.
 	cancel()
 	close(slots)
-	<-writerDone
+	unwritten := <-writerDone
 	// The connection owns its handlers: it ends when they have.
 	c.handlers.Wait()
+	discardUnwritten(unwritten, slots)
 }
 
-func (c *conn) writeLoop(ctx context.Context, cancel context.CancelFunc, slots <-chan pending) {
+// discardUnwritten gives back what the frames never written hold (disk
+// cache files among it): the slot the writer took last, if it did not
+// write it, and those left in slots (closed). Every handler must have put
+// its frame in its slot.
+func discardUnwritten(unwritten pending, slots <-chan pending) {
+	if unwritten != nil {
+		discard(<-unwritten)
+	}
+	for slot := range slots {
+		discard(<-slot)
+	}
+}
+
+// discard gives back what a frame that will not be written holds.
+func discard(f frame) {
+	if f.done != nil {
+		f.done()
+	}
+	if f.pooled {
+		bytepool.Put(f.b)
+	}
+}
+
+// writeLoop writes the responses in order until the slots are closed or the
+// connection fails; it returns the slot it took but did not write, if any.
+func (c *conn) writeLoop(ctx context.Context, cancel context.CancelFunc, slots <-chan pending) (unwritten pending) {
 	w := bufio.NewWriterSize(c.nc, 64<<10)
 	fail := func(err error) {
 		c.log.Debug().Err(err).Msg("write response")
@@ -82,14 +108,14 @@ func (c *conn) writeLoop(ctx context.Context, cancel context.CancelFunc, slots <
 		select {
 		case resp = <-slot:
 		case <-ctx.Done():
-			return
+			return slot
 		}
 		if resp.b == nil {
 			// The handler asked to close: flush what came before first.
 			_ = w.Flush()
 			cancel()
 			c.nc.Close()
-			return
+			return nil
 		}
 		err := c.write(w, resp)
 		if resp.done != nil {
@@ -101,32 +127,32 @@ func (c *conn) writeLoop(ctx context.Context, cancel context.CancelFunc, slots <
 		}
 		if err != nil {
 			fail(err)
-			return
+			return nil
 		}
 		// Flush when no further response is queued: pipelined responses
 		// share writes without delaying the last one.
 		if len(slots) == 0 && w.Buffered() > 0 {
 			if err := w.Flush(); err != nil {
 				fail(err)
-				return
+				return nil
 			}
 		}
 	}
 	_ = w.Flush()
+	return nil
 }
 
 // write sends one frame: through the buffered writer, or, for a frame of
-// several buffers, after what is buffered, with one writev.
+// spans, after what is buffered, with writev and sendfile.
 func (c *conn) write(w *bufio.Writer, f frame) error {
-	if f.bufs == nil {
+	if f.spans == nil {
 		_, err := w.Write(f.b)
 		return err
 	}
 	if err := w.Flush(); err != nil {
 		return err
 	}
-	_, err := f.bufs.WriteTo(c.nc)
-	return err
+	return writeSpans(c.nc, f.spans)
 }
 
 func (c *conn) readLoop(ctx context.Context, slots chan<- pending) {
@@ -211,22 +237,8 @@ func (c *conn) handle(ctx context.Context, req *request) (out frame) {
 	if resp == nil {
 		return frame{b: noResponse}
 	}
-	if br, ok := resp.(*bufferedResponse); ok {
-		br.SetVersion(req.msg.GetVersion())
-		if fr, isFetch := br.Response.(*kmsg.FetchResponse); isFetch {
-			// The record batches go to the socket from the buffer they
-			// were read into, which goes back once they are written.
-			head, bufs, ok := fetchFrame(bytepool.Get(4096), req.correlationID, fr)
-			if ok {
-				return frame{b: head, pooled: true, bufs: bufs, done: br.release}
-			}
-			bytepool.Put(head)
-		}
-		// Framed in a pooled buffer; the buffer the record batches were
-		// read into goes back at once.
-		b := frameResponse(req, br.Response, bytepool.Get(br.size))
-		br.release()
-		return frame{b: b, pooled: true}
+	if fr, ok := resp.(*fetch.Response); ok {
+		return c.fetchFrame(req, fr)
 	}
 	return frame{b: frameResponse(req, resp, make([]byte, 0, 256))}
 }

@@ -14,16 +14,12 @@ import (
 // leader epoch. v10: zstd allowed. v11: rack, preferred read replica. v12:
 // flexible, last fetched epoch, diverging epoch. Never advertised below v4
 // (clients mishandle old message formats we do not write).
+//
+// The answer is a *fetch.Response: its record batches live in a pooled
+// buffer and in files of the batch disk cache, and the connection writes
+// them from there (fetchFrame, writeSpans), then releases them.
 func init() { register(kmsg.Fetch, 4, 12, handleFetch) }
 
 func handleFetch(ctx context.Context, c *conn, req *kmsg.FetchRequest) (kmsg.Response, error) {
-	resp, release := c.s.reader.Serve(ctx, c.s.reg, req)
-	size := 1024
-	for _, t := range resp.Topics {
-		size += len(t.Topic) + 64*len(t.Partitions)
-		for _, p := range t.Partitions {
-			size += len(p.RecordBatches)
-		}
-	}
-	return &bufferedResponse{Response: resp, release: release, size: size}, nil
+	return c.s.reader.Serve(ctx, c.s.reg, req), nil
 }

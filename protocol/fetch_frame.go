@@ -2,21 +2,49 @@ package protocol
 
 import (
 	"encoding/binary"
-	"net"
 
-	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/lakegw/lakegw/fetch"
+	"github.com/lakegw/lakegw/internal/bytepool"
 )
 
-// fetchFrame lays out a framed Fetch response as the protocol encodes it,
+// fetchFrame frames a Fetch response: written from the spans fetch read the
+// batches into (memory, or disk cache files sent with sendfile), then
+// released. A response fetchFrame does not lay out is encoded by kmsg from
+// the batches' bytes.
+func (c *conn) fetchFrame(req *request, resp *fetch.Response) frame {
+	resp.SetVersion(req.msg.GetVersion())
+	head, spans, ok := layoutFetch(bytepool.Get(4096), req.correlationID, resp)
+	if ok {
+		return frame{b: head, pooled: true, spans: spans, done: resp.Release}
+	}
+	bytepool.Put(head)
+	defer resp.Release()
+	if err := resp.Materialize(); err != nil {
+		c.log.Error().Err(err).Msg("closing connection: cannot read the record batches of a fetch response")
+		return frame{}
+	}
+	size := 1024
+	for _, t := range resp.Topics {
+		size += len(t.Topic) + 64*len(t.Partitions)
+		for _, p := range t.Partitions {
+			size += len(p.RecordBatches)
+		}
+	}
+	return frame{b: frameResponse(req, resp.FetchResponse, bytepool.Get(size)), pooled: true}
+}
+
+// layoutFetch lays out a framed Fetch response as the protocol encodes it,
 // but with each partition's record batches left where they are: head holds
-// everything else, and bufs interleaves slices of head with the batches, so
-// that the connection writes them with one writev. Copying megabytes of
-// batches into a frame was a fifth of a warm gateway's CPU under fan-out.
+// everything else, and spans interleaves slices of head with the batches,
+// so that the connection writes them with writev (and sendfile for file
+// ranges). Copying megabytes of batches into a frame was a fifth of a warm
+// gateway's CPU under fan-out.
 //
 // It covers what the gateway sets in a response (versions 4-12, no aborted
 // transactions, no current-leader or snapshot-id tags, no unknown tags);
 // for anything else ok is false and the caller encodes with kmsg.
-func fetchFrame(head []byte, correlationID int32, resp *kmsg.FetchResponse) (_ []byte, bufs net.Buffers, ok bool) {
+func layoutFetch(head []byte, correlationID int32, fr *fetch.Response) (_ []byte, spans []fetch.Span, ok bool) {
+	resp := fr.FetchResponse
 	v := resp.Version
 	if v < 4 || v > 12 || resp.UnknownTags.Len() > 0 || len(resp.Brokers) > 0 {
 		return head, nil, false
@@ -25,7 +53,7 @@ func fetchFrame(head []byte, correlationID int32, resp *kmsg.FetchResponse) (_ [
 	// cuts are the offsets in head after which a partition's batches go.
 	type cut struct {
 		at      int
-		batches []byte
+		batches fetch.Batches
 	}
 	var cuts []cut
 	size := 0
@@ -54,6 +82,13 @@ func fetchFrame(head []byte, correlationID int32, resp *kmsg.FetchResponse) (_ [
 				p.DivergingEpoch.UnknownTags.Len() > 0 || p.RecordBatches == nil {
 				return head, nil, false
 			}
+			var batches fetch.Batches
+			if i < len(fr.Batches) && j < len(fr.Batches[i]) {
+				batches = fr.Batches[i][j]
+			} else {
+				batches = fetch.Batches{fetch.BytesSpan(p.RecordBatches)}
+			}
+			n := batches.Len()
 			head = binary.BigEndian.AppendUint32(head, uint32(p.Partition))
 			head = binary.BigEndian.AppendUint16(head, uint16(p.ErrorCode))
 			head = binary.BigEndian.AppendUint64(head, uint64(p.HighWatermark))
@@ -71,12 +106,12 @@ func fetchFrame(head []byte, correlationID int32, resp *kmsg.FetchResponse) (_ [
 				head = binary.BigEndian.AppendUint32(head, uint32(p.PreferredReadReplica))
 			}
 			if flexible {
-				head = binary.AppendUvarint(head, uint64(len(p.RecordBatches))+1)
+				head = binary.AppendUvarint(head, uint64(n)+1)
 			} else {
-				head = binary.BigEndian.AppendUint32(head, uint32(len(p.RecordBatches)))
+				head = binary.BigEndian.AppendUint32(head, uint32(n))
 			}
-			cuts = append(cuts, cut{at: len(head), batches: p.RecordBatches})
-			size += len(p.RecordBatches)
+			cuts = append(cuts, cut{at: len(head), batches: batches})
+			size += n
 			if flexible {
 				if p.DivergingEpoch.Epoch != -1 || p.DivergingEpoch.EndOffset != -1 {
 					// One tag (0): its size, epoch, end offset, no tags.
@@ -99,11 +134,12 @@ func fetchFrame(head []byte, correlationID int32, resp *kmsg.FetchResponse) (_ [
 	binary.BigEndian.PutUint32(head, uint32(len(head)+size-4))
 	from := 0
 	for _, c := range cuts {
-		bufs = append(bufs, head[from:c.at], c.batches)
+		spans = append(spans, fetch.BytesSpan(head[from:c.at]))
+		spans = append(spans, c.batches...)
 		from = c.at
 	}
-	bufs = append(bufs, head[from:])
-	return head, bufs, true
+	spans = append(spans, fetch.BytesSpan(head[from:]))
+	return head, spans, true
 }
 
 func appendArrayLen(b []byte, n int, flexible bool) []byte {

@@ -3,32 +3,98 @@ package protocol
 import (
 	"bytes"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/lakegw/lakegw/fetch"
 )
 
 // TestFetchFrameMatchesKmsg builds random Fetch responses of every version
-// the gateway serves and checks that the writev layout, joined, is the
-// frame kmsg encodes, byte for byte.
+// the gateway serves, with each partition's batches split into spans of
+// memory and of a file, and checks that the layout, joined, is the frame
+// kmsg encodes, byte for byte.
 func TestFetchFrameMatchesKmsg(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
+	file := newSpanFile(t)
 	for i := range 500 {
 		resp := randomFetchResponse(rng, int16(4+i%9))
 		corr := rng.Int32()
 		want := frameResponse(&request{msg: resp.RequestKind(), correlationID: corr}, resp, nil)
-		_, bufs, ok := fetchFrame(nil, corr, resp)
+		fr := &fetch.Response{FetchResponse: resp}
+		for _, rt := range resp.Topics {
+			var tb []fetch.Batches
+			for _, p := range rt.Partitions {
+				tb = append(tb, file.split(t, rng, p.RecordBatches))
+			}
+			fr.Batches = append(fr.Batches, tb)
+		}
+		_, spans, ok := layoutFetch(nil, corr, fr)
 		if !ok {
 			t.Fatalf("response %d (v%d): not framed", i, resp.Version)
 		}
-		var got []byte
-		for _, b := range bufs {
-			got = append(got, b...)
-		}
-		if !bytes.Equal(got, want) {
+		if got := joinSpans(t, spans); !bytes.Equal(got, want) {
 			t.Fatalf("response %d (v%d): frame differs from kmsg's\n got %x\nwant %x", i, resp.Version, got, want)
 		}
 	}
+}
+
+// spanFile is a file that test batches are written to, to be sent from.
+type spanFile struct {
+	f    *os.File
+	size int64
+}
+
+func newSpanFile(t *testing.T) *spanFile {
+	f, err := os.Create(filepath.Join(t.TempDir(), "batches"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return &spanFile{f: f}
+}
+
+// split cuts b into up to three spans, each kept in memory or written to
+// the file.
+func (sf *spanFile) split(t *testing.T, rng *rand.Rand, b []byte) fetch.Batches {
+	var out fetch.Batches
+	for len(b) > 0 {
+		n := len(b)
+		if rng.IntN(2) == 0 {
+			n = 1 + rng.IntN(len(b))
+		}
+		piece := b[:n]
+		b = b[n:]
+		if rng.IntN(2) == 0 {
+			out = append(out, fetch.BytesSpan(piece))
+			continue
+		}
+		if _, err := sf.f.WriteAt(piece, sf.size); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, fetch.FileSpan(sf.f, sf.size, n))
+		sf.size += int64(n)
+	}
+	return out
+}
+
+func joinSpans(t *testing.T, spans []fetch.Span) []byte {
+	var got []byte
+	for _, s := range spans {
+		f, off, n := s.File()
+		if f == nil {
+			got = append(got, s.Bytes()...)
+			continue
+		}
+		at := len(got)
+		got = append(got, make([]byte, n)...)
+		if _, err := f.ReadAt(got[at:], off); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return got
 }
 
 func TestFetchFrameDeclinesWhatItDoesNotWrite(t *testing.T) {
@@ -46,7 +112,7 @@ func TestFetchFrameDeclinesWhatItDoesNotWrite(t *testing.T) {
 		resp.Topics[0].Partitions = append(resp.Topics[0].Partitions, kmsg.NewFetchResponseTopicPartition())
 		resp.Topics[0].Partitions[0].RecordBatches = []byte{}
 		change(resp)
-		if _, _, ok := fetchFrame(nil, 1, resp); ok {
+		if _, _, ok := layoutFetch(nil, 1, &fetch.Response{FetchResponse: resp}); ok {
 			t.Fatalf("framed a response it cannot write: %+v", resp.Topics[0].Partitions[0])
 		}
 	}
@@ -104,8 +170,9 @@ func BenchmarkFrameFetchResponse(b *testing.B) {
 	b.Run("writev", func(b *testing.B) {
 		b.SetBytes(1 << 20)
 		head := make([]byte, 0, 4096)
+		fr := &fetch.Response{FetchResponse: resp}
 		for b.Loop() {
-			head, _, _ = fetchFrame(head, 7, resp)
+			head, _, _ = layoutFetch(head, 7, fr)
 		}
 	})
 }

@@ -1,0 +1,106 @@
+package protocol
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"syscall"
+
+	"github.com/lakegw/lakegw/fetch"
+)
+
+// writeSpans writes a frame's spans in order: runs of bytes with one
+// writev each, file ranges with sendfile.
+func writeSpans(nc net.Conn, spans []fetch.Span) error {
+	var bufs net.Buffers
+	for _, s := range spans {
+		f, off, n := s.File()
+		if f == nil {
+			if s.Len() > 0 {
+				bufs = append(bufs, s.Bytes())
+			}
+			continue
+		}
+		if len(bufs) > 0 {
+			if _, err := bufs.WriteTo(nc); err != nil {
+				return err
+			}
+			bufs = nil
+		}
+		if err := sendFile(nc, f, off, n); err != nil {
+			return err
+		}
+	}
+	if len(bufs) > 0 {
+		_, err := bufs.WriteTo(nc)
+		return err
+	}
+	return nil
+}
+
+// sendFile writes n bytes of f from off to nc: with sendfile(2) when nc is
+// a socket, so the bytes go from the page cache to the socket without
+// passing through the process, else by reading and writing them.
+func sendFile(nc net.Conn, f *os.File, off int64, n int) error {
+	sc, ok := nc.(syscall.Conn)
+	if !ok {
+		return copyRange(nc, f, off, n)
+	}
+	dst, err := sc.SyscallConn()
+	if err != nil {
+		return copyRange(nc, f, off, n)
+	}
+	src, err := f.SyscallConn()
+	if err != nil {
+		return copyRange(nc, f, off, n)
+	}
+	var sendErr error
+	ctlErr := src.Control(func(srcFD uintptr) {
+		// The socket is non-blocking: Write parks the goroutine in the
+		// poller while it is full (the callback returns false), then
+		// calls it again.
+		writeErr := dst.Write(func(dstFD uintptr) bool {
+			for n > 0 {
+				m, err := syscall.Sendfile(int(dstFD), int(srcFD), &off, n)
+				if m > 0 {
+					n -= m
+				}
+				switch {
+				case errors.Is(err, syscall.EAGAIN):
+					return false
+				case errors.Is(err, syscall.EINTR):
+					continue
+				case err != nil:
+					sendErr = fmt.Errorf("sendfile %s: %w", f.Name(), err)
+					return true
+				case m == 0:
+					sendErr = fmt.Errorf("sendfile %s at %d: %w", f.Name(), off, io.ErrUnexpectedEOF)
+					return true
+				}
+			}
+			return true
+		})
+		if sendErr == nil {
+			sendErr = writeErr
+		}
+	})
+	if ctlErr != nil {
+		return fmt.Errorf("sendfile %s: %w", f.Name(), ctlErr)
+	}
+	return sendErr
+}
+
+// copyRange is sendFile for connections without a socket (in-process
+// pipes in tests).
+func copyRange(w io.Writer, f *os.File, off int64, n int) error {
+	m, err := io.Copy(w, io.NewSectionReader(f, off, int64(n)))
+	if err == nil && m < int64(n) {
+		err = io.ErrUnexpectedEOF
+	}
+	if err != nil {
+		return fmt.Errorf("copy %d bytes of %s at %d: %w", n, f.Name(), off, err)
+	}
+	return nil
+}
