@@ -26,6 +26,15 @@ const maxWaitCap = 5 * time.Minute
 // used.
 func (r *Reader) Serve(ctx context.Context, reg *topics.Registry, req *kmsg.FetchRequest) *Response {
 	out := &Response{arena: bytepool.Get(arenaHint(req))}
+	var sink batchSink
+	defer func() {
+		// An encoder bug panics (the connection recovers and closes): the
+		// disk cache files this read referred to must still go back.
+		if p := recover(); p != nil {
+			releaseSegments(sink.segs)
+			panic(p)
+		}
+	}()
 	wait := min(time.Duration(max(req.MaxWaitMillis, 0))*time.Millisecond, maxWaitCap)
 	deadline := time.Now().Add(wait)
 	for {
@@ -42,7 +51,8 @@ func (r *Reader) Serve(ctx context.Context, reg *topics.Registry, req *kmsg.Fetc
 		// Each pass reads afresh into the same buffer: a response not sent
 		// is dropped whole, with the disk cache files it referred to.
 		releaseSegments(out.segs)
-		sink := batchSink{arena: out.arena[:0], files: true}
+		out.segs = nil
+		sink = batchSink{arena: out.arena[:0], files: true}
 		var total int
 		var urgent bool
 		out.FetchResponse, out.Batches, total, urgent = r.readAll(ctx, reg, req, &sink)

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -29,11 +30,14 @@ type conn struct {
 	host     string
 	log      zerolog.Logger
 	handlers sync.WaitGroup
+	// writeTimeout bounds each response's write (0: none).
+	writeTimeout time.Duration
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
 	host, _, _ := net.SplitHostPort(nc.RemoteAddr().String())
-	return &conn{s: s, nc: nc, host: host, log: s.log.With().Str("client", nc.RemoteAddr().String()).Logger()}
+	return &conn{s: s, nc: nc, host: host, writeTimeout: s.cfg.WriteTimeout,
+		log: s.log.With().Str("client", nc.RemoteAddr().String()).Logger()}
 }
 
 // frame is one framed response. pooled frames go back to bytepool once
@@ -145,6 +149,11 @@ func (c *conn) writeLoop(ctx context.Context, cancel context.CancelFunc, slots <
 // write sends one frame: through the buffered writer, or, for a frame of
 // spans, after what is buffered, with writev and sendfile.
 func (c *conn) write(w *bufio.Writer, f frame) error {
+	if c.writeTimeout > 0 {
+		if err := c.nc.SetWriteDeadline(time.Now().Add(c.writeTimeout)); err != nil {
+			return err
+		}
+	}
 	if f.spans == nil {
 		_, err := w.Write(f.b)
 		return err
@@ -213,10 +222,14 @@ func (c *conn) readLoop(ctx context.Context, slots chan<- pending) {
 // handle runs one request's handler and frames its response; a nil frame
 // closes the connection.
 func (c *conn) handle(ctx context.Context, req *request) (out frame) {
+	var fr *fetch.Response
 	defer func() {
 		// A handler bug must not take the gateway down with it.
 		if p := recover(); p != nil {
 			c.log.Error().Interface("panic", p).Int16("api_key", req.msg.Key()).Msg("handler panicked; closing connection")
+			if fr != nil {
+				fr.Release()
+			}
 			out = frame{}
 		}
 	}()
@@ -237,7 +250,7 @@ func (c *conn) handle(ctx context.Context, req *request) (out frame) {
 	if resp == nil {
 		return frame{b: noResponse}
 	}
-	if fr, ok := resp.(*fetch.Response); ok {
+	if fr, _ = resp.(*fetch.Response); fr != nil {
 		return c.fetchFrame(req, fr)
 	}
 	return frame{b: frameResponse(req, resp, make([]byte, 0, 256))}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -15,19 +16,20 @@ import (
 func TestFramesNeverWrittenAreReleased(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		// broken: the first frame's write fails; else the connection is
-		// cancelled while the writer waits for the first frame.
-		broken bool
-	}{{name: "write fails", broken: true}, {name: "connection cancelled"}} {
+		// broken: the first frame's write fails; stalled: it times out
+		// (the client does not read); else the connection is cancelled
+		// while the writer waits for the first frame.
+		broken, stalled bool
+	}{{name: "write fails", broken: true}, {name: "client stops reading", broken: true, stalled: true}, {name: "connection cancelled"}} {
 		t.Run(tc.name, func(t *testing.T) {
 			w, r := net.Pipe()
 			defer w.Close()
-			if tc.broken {
+			if tc.broken && !tc.stalled {
 				r.Close() // the first write fails
 			} else {
 				defer r.Close()
 			}
-			c := &conn{nc: w, log: zerolog.Nop()}
+			c := &conn{nc: w, log: zerolog.Nop(), writeTimeout: 50 * time.Millisecond}
 			released := make([]int, 3)
 			frameOf := func(i int) frame {
 				return frame{b: []byte("response"), done: func() { released[i]++ }}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"time"
 
 	"github.com/rs/zerolog"
 	"golang.org/x/sync/semaphore"
@@ -34,6 +35,10 @@ type Config struct {
 	// across all connections: kmsg decoding allocates a multiple of a
 	// frame's size, so this keeps hostile clients from exhausting memory.
 	MaxInflightBytes int64
+	// WriteTimeout bounds the writing of one response: a client that
+	// stops reading is disconnected rather than holding the response (and
+	// the disk cache files it refers to) forever.
+	WriteTimeout time.Duration
 }
 
 // Server is the Kafka protocol server.
@@ -68,6 +73,9 @@ func NewServer(cfg Config, reg *topics.Registry, reader *fetch.Reader, coord *gr
 	}
 	if cfg.ClusterID == "" {
 		cfg.ClusterID = "lakegw"
+	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = 2 * time.Minute
 	}
 	return &Server{cfg: cfg, reg: reg, reader: reader, groups: coord, log: log, conns: map[*conn]struct{}{},
 		inflight: semaphore.NewWeighted(max(cfg.MaxInflightBytes, int64(cfg.MaxRequestBytes)))}

@@ -57,6 +57,7 @@ func sendFile(nc net.Conn, f *os.File, off int64, n int) error {
 		return copyRange(nc, f, off, n)
 	}
 	var sendErr error
+	sent := false
 	ctlErr := src.Control(func(srcFD uintptr) {
 		// The socket is non-blocking: Write parks the goroutine in the
 		// poller while it is full (the callback returns false), then
@@ -66,6 +67,7 @@ func sendFile(nc net.Conn, f *os.File, off int64, n int) error {
 				m, err := syscall.Sendfile(int(dstFD), int(srcFD), &off, n)
 				if m > 0 {
 					n -= m
+					sent = true
 				}
 				switch {
 				case errors.Is(err, syscall.EAGAIN):
@@ -89,7 +91,17 @@ func sendFile(nc net.Conn, f *os.File, off int64, n int) error {
 	if ctlErr != nil {
 		return fmt.Errorf("sendfile %s: %w", f.Name(), ctlErr)
 	}
+	if sendErr != nil && !sent && sendfileUnsupported(sendErr) {
+		// A file system or socket that sendfile does not serve: nothing
+		// went out yet, so copy instead, as Go's own sendfile does.
+		return copyRange(nc, f, off, n)
+	}
 	return sendErr
+}
+
+func sendfileUnsupported(err error) bool {
+	return errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENOSYS) ||
+		errors.Is(err, syscall.EOPNOTSUPP) || errors.Is(err, syscall.ENOTSUP)
 }
 
 // copyRange is sendFile for connections without a socket (in-process
