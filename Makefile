@@ -31,7 +31,7 @@ bench-quick:
 	$(GO) run ./e2e/bench -records 200000 -out bench-results/quick
 
 bench:
-	$(GO) run ./e2e/bench -records 5000000 -reps 1 -fresh-samples 200 -fanout-records 200000 -out bench-results/full
+	$(GO) run ./e2e/bench -records 5000000 -reps 3 -fresh-samples 200 -fanout-records 200000 -out bench-results/full
 
 # Flink (MiniCluster jobs) and the Java kafka-clients consumer against a
 # freshly built lakegw: e2e/flink_test.go runs `mvn test` in e2e/flink.
