@@ -76,8 +76,6 @@ func (t *Topic) setIndexError(err error) {
 	}
 }
 
-// Changes returns the records of an indexed segment, deriving them at most
-// once at a time and keeping the most recent in a bounded cache.
 // EncodedAll tells the topic that every record of seg is encoded and kept
 // in a batch cache: its derived changes need not stay in memory for later
 // batches. Only single-partition topics drop them; the other partitions of
@@ -88,6 +86,8 @@ func (t *Topic) EncodedAll(seg offsets.Segment) {
 	}
 }
 
+// Changes returns the records of an indexed segment, deriving them at most
+// once at a time and keeping the most recent in a bounded cache.
 func (t *Topic) Changes(ctx context.Context, seg offsets.Segment) (*changelog.Changes, error) {
 	key := changesKey{t.Name, seg.SnapshotID, seg.Kind}
 	if c, ok := t.changes.Get(key); ok {
