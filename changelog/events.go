@@ -25,43 +25,47 @@ func buildRecords(batches []arrow.RecordBatch, deletes, inserts []RowRef, c *Cha
 	}
 	deleted := make([]bool, len(deletes))
 	if len(c.KeyFieldIDs) > 0 && len(deletes) > 0 && len(inserts) > 0 {
-		keys := make([]appendFn, len(batches))
-		for i, b := range batches {
-			fn, err := newKeyAppender(c.Schema, b, c.KeyFieldIDs)
-			if err != nil {
-				return nil, fmt.Errorf("key of batch %d: %w", i, err)
+		if ints := intKeyColumns(batches, c); ints != nil {
+			// One integer key column (the common "id BIGINT"): pair by
+			// value, without writing keys as JSON.
+			ids := make(map[int64]int32, len(deletes))
+			value := func(ref RowRef) int64 { return ints[ref.Batch].Value(int(ref.Row)) }
+			pairByKey(deletes, inserts, pairedBefore, deleted, func(ref RowRef) int32 {
+				v := value(ref)
+				id, ok := ids[v]
+				if !ok {
+					id = int32(len(ids))
+					ids[v] = id
+				}
+				return id
+			}, func(ref RowRef) (int32, bool) {
+				id, ok := ids[value(ref)]
+				return id, ok
+			})
+		} else {
+			keys := make([]appendFn, len(batches))
+			for i, b := range batches {
+				fn, err := newKeyAppender(c.Schema, b, c.KeyFieldIDs)
+				if err != nil {
+					return nil, fmt.Errorf("key of batch %d: %w", i, err)
+				}
+				keys[i] = fn
 			}
-			keys[i] = fn
-		}
-		// Deletes by key, first first: a key's id indexes head, its first
-		// unpaired delete, and next chains the later ones. The common case,
-		// one delete per key, costs one map entry and no slice, and pairing
-		// never writes the map.
-		var buf []byte
-		ids := make(map[string]int32, len(deletes))
-		head := make([]int32, 0, len(deletes))
-		next := make([]int32, len(deletes))
-		for i := len(deletes) - 1; i >= 0; i-- {
-			ref := deletes[i]
-			buf = keys[ref.Batch](buf[:0], int(ref.Row))
-			id, ok := ids[string(buf)]
-			if !ok {
-				id = int32(len(head))
-				ids[string(buf)] = id
-				head = append(head, -1)
-			}
-			next[i], head[id] = head[id], int32(i)
-		}
-		for i, ref := range inserts {
-			buf = keys[ref.Batch](buf[:0], int(ref.Row))
-			id, ok := ids[string(buf)]
-			if !ok || head[id] < 0 {
-				continue
-			}
-			j := head[id]
-			pairedBefore[i] = deletes[j]
-			deleted[j] = true
-			head[id] = next[j]
+			var buf []byte
+			ids := make(map[string]int32, len(deletes))
+			pairByKey(deletes, inserts, pairedBefore, deleted, func(ref RowRef) int32 {
+				buf = keys[ref.Batch](buf[:0], int(ref.Row))
+				id, ok := ids[string(buf)]
+				if !ok {
+					id = int32(len(ids))
+					ids[string(buf)] = id
+				}
+				return id
+			}, func(ref RowRef) (int32, bool) {
+				buf = keys[ref.Batch](buf[:0], int(ref.Row))
+				id, ok := ids[string(buf)]
+				return id, ok
+			})
 		}
 	}
 	for i, ref := range deletes {
@@ -77,6 +81,59 @@ func buildRecords(batches []arrow.RecordBatch, deletes, inserts []RowRef, c *Cha
 		}
 	}
 	return recs, nil
+}
+
+// pairByKey pairs removed and added rows of one key, first with first,
+// setting pairedBefore (per insert) and deleted (per delete). intern gives
+// a delete's key an id (0, 1, 2... in order of first sight); lookup finds
+// an insert's. A key's id indexes head, its first unpaired delete, and next
+// chains the later ones: one delete per key, the common case, costs one
+// map entry and no slice, and pairing never writes the map.
+func pairByKey(deletes, inserts, pairedBefore []RowRef, deleted []bool,
+	intern func(RowRef) int32, lookup func(RowRef) (int32, bool)) {
+	head := make([]int32, 0, len(deletes))
+	next := make([]int32, len(deletes))
+	for i := len(deletes) - 1; i >= 0; i-- {
+		id := intern(deletes[i])
+		if int(id) == len(head) {
+			head = append(head, -1)
+		}
+		next[i], head[id] = head[id], int32(i)
+	}
+	for i, ref := range inserts {
+		id, ok := lookup(ref)
+		if !ok || head[id] < 0 {
+			continue
+		}
+		j := head[id]
+		pairedBefore[i] = deletes[j]
+		deleted[j] = true
+		head[id] = next[j]
+	}
+}
+
+// intKeyColumns returns every batch's key column when the key is a single
+// top-level int64 column without nulls, else nil.
+func intKeyColumns(batches []arrow.RecordBatch, c *Changes) []*array.Int64 {
+	if len(c.KeyFieldIDs) != 1 {
+		return nil
+	}
+	path, err := fieldPath(c.Schema, c.KeyFieldIDs[0])
+	if err != nil || len(path) != 1 {
+		return nil
+	}
+	out := make([]*array.Int64, len(batches))
+	for i, b := range batches {
+		if path[0] >= int(b.NumCols()) {
+			return nil
+		}
+		col, ok := b.Column(path[0]).(*array.Int64)
+		if !ok || col.NullN() > 0 {
+			return nil
+		}
+		out[i] = col
+	}
+	return out
 }
 
 // compactBatches drops the batches no record references, copies out the

@@ -27,8 +27,11 @@ func TestBuildRecordsPairsEachKeysRowsInOrder(t *testing.T) {
 	row := func(i int32) RowRef { return RowRef{Batch: 0, Row: i} }
 	deletes := []RowRef{row(0), row(1), row(2)}
 	inserts := []RowRef{row(3), row(4), row(5), row(6)}
-	for _, keyed := range []bool{true, false} {
-		c := &Changes{Schema: testSchema()}
+	// Keyed by the integer id alone (paired by value) and by id and amount
+	// (all null here; paired by the key's JSON): the same pairs.
+	for _, keys := range [][]int{{1}, {1, 3}, nil} {
+		keyed := keys != nil
+		c := &Changes{Schema: testSchema(), KeyFieldIDs: keys}
 		want := []Record{
 			{Op: OpDelete, Before: row(1), After: NoRow},
 			{Op: OpUpdate, Before: row(0), After: row(3)},
@@ -36,9 +39,7 @@ func TestBuildRecordsPairsEachKeysRowsInOrder(t *testing.T) {
 			{Op: OpUpdate, Before: row(2), After: row(5)},
 			{Op: OpInsert, Before: NoRow, After: row(6)},
 		}
-		if keyed {
-			c.KeyFieldIDs = []int{1}
-		} else {
+		if !keyed {
 			// Without a key nothing pairs.
 			want = []Record{
 				{Op: OpDelete, Before: row(0), After: NoRow}, {Op: OpDelete, Before: row(1), After: NoRow},
@@ -52,7 +53,7 @@ func TestBuildRecordsPairsEachKeysRowsInOrder(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !slices.Equal(got, want) {
-			t.Errorf("keyed %v:\n got %v\nwant %v", keyed, got, want)
+			t.Errorf("key %v:\n got %v\nwant %v", keys, got, want)
 		}
 	}
 }
