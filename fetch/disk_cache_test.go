@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func TestBatchCacheServesFromDiskBeyondMemory(t *testing.T) {
@@ -146,4 +147,31 @@ func TestDiskCacheKeepsAReferencedSegmentUntilReleased(t *testing.T) {
 	if refs := loc.seg.refs.Load(); refs != 0 {
 		t.Fatalf("%d references taken for a batch that did not fit", refs)
 	}
+}
+
+// A range a response cannot read disables the disk cache, as a failed read
+// in the gateway does: the next fetches encode again rather than fail on
+// the same file.
+func TestResponseFileFailureDisablesTheDiskCache(t *testing.T) {
+	d, err := newDiskCache(filepath.Join(t.TempDir(), "b"), 4<<20, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.close()
+	k := batchKey{topic: "t"}
+	d.add(k, []byte("batch"))
+	loc, _, ok := d.ref(k, 1<<20)
+	if !ok {
+		t.Fatal("batch not cached")
+	}
+	r := &Response{disk: d, segs: []*diskSegment{loc.seg}, FetchResponse: kmsg.NewPtrFetchResponse()}
+	r.Topics = []kmsg.FetchResponseTopic{{Partitions: []kmsg.FetchResponseTopicPartition{{}}}}
+	r.Batches = [][]Batches{{{FileSpan(loc.seg.f, loc.off, loc.n+100)}}} // past the file's end
+	if err := r.Materialize(); err == nil {
+		t.Fatal("a range past the file's end read without an error")
+	}
+	if d.has(k) {
+		t.Fatal("the disk cache must be disabled after a file of it failed")
+	}
+	r.Release()
 }

@@ -25,7 +25,7 @@ const maxWaitCap = 5 * time.Minute
 // the batch disk cache: call its Release once it is written and no longer
 // used.
 func (r *Reader) Serve(ctx context.Context, reg *topics.Registry, req *kmsg.FetchRequest) *Response {
-	out := &Response{arena: bytepool.Get(arenaHint(req))}
+	out := &Response{arena: bytepool.Get(arenaHint(req)), disk: r.cache.disk}
 	var sink batchSink
 	defer func() {
 		// An encoder bug panics (the connection recovers and closes): the

@@ -58,6 +58,19 @@ type Response struct {
 
 	arena []byte
 	segs  []*diskSegment
+	disk  *diskCache
+}
+
+// FileFailed reports that a file range of the response could not be read
+// (sendfile or Materialize failed on the file's side): the disk cache is
+// disabled, as when a read of it fails in the gateway, so that the next
+// fetches encode the batches again instead of failing on the same file.
+func (r *Response) FileFailed(err error) {
+	if r.disk == nil {
+		return
+	}
+	r.disk.log.Error().Err(err).Msg("batch disk cache file cannot be read; disabling it")
+	r.disk.disable()
 }
 
 // Release gives back the buffer the batches were read into and the disk
@@ -94,7 +107,9 @@ func (r *Response) Materialize() error {
 				at := len(buf)
 				buf = buf[:at+s.n]
 				if _, err := s.f.ReadAt(buf[at:], s.off); err != nil {
-					return fmt.Errorf("read record batches from %s: %w", s.f.Name(), err)
+					err = fmt.Errorf("read record batches from %s: %w", s.f.Name(), err)
+					r.FileFailed(err)
+					return err
 				}
 			}
 			r.Topics[i].Partitions[j].RecordBatches = buf

@@ -48,6 +48,8 @@ type frame struct {
 	pooled bool
 	spans  []fetch.Span
 	done   func()
+	// fileFailed is told when a span's file cannot be read.
+	fileFailed func(error)
 }
 
 // pending is the response slot of one request; a frame with nil bytes
@@ -161,7 +163,11 @@ func (c *conn) write(w *bufio.Writer, f frame) error {
 	if err := w.Flush(); err != nil {
 		return err
 	}
-	return writeSpans(c.nc, f.spans)
+	err := writeSpans(c.nc, f.spans)
+	if fe := (*fileError)(nil); errors.As(err, &fe) && f.fileFailed != nil {
+		f.fileFailed(fe.err)
+	}
+	return err
 }
 
 func (c *conn) readLoop(ctx context.Context, slots chan<- pending) {

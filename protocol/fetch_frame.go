@@ -15,7 +15,7 @@ func (c *conn) fetchFrame(req *request, resp *fetch.Response) frame {
 	resp.SetVersion(req.msg.GetVersion())
 	head, spans, ok := layoutFetch(bytepool.Get(4096), req.correlationID, resp)
 	if ok {
-		return frame{b: head, pooled: true, spans: spans, done: resp.Release}
+		return frame{b: head, pooled: true, spans: spans, done: resp.Release, fileFailed: resp.FileFailed}
 	}
 	bytepool.Put(head)
 	defer resp.Release()

@@ -11,6 +11,13 @@ import (
 	"github.com/lakegw/lakegw/fetch"
 )
 
+// fileError is a failure to read a span's file, as opposed to one to write
+// to the connection.
+type fileError struct{ err error }
+
+func (e *fileError) Error() string { return e.err.Error() }
+func (e *fileError) Unwrap() error { return e.err }
+
 // writeSpans writes a frame's spans in order: runs of bytes with one
 // writev each, file ranges with sendfile.
 func writeSpans(nc net.Conn, spans []fetch.Span) error {
@@ -74,11 +81,14 @@ func sendFile(nc net.Conn, f *os.File, off int64, n int) error {
 					return false
 				case errors.Is(err, syscall.EINTR):
 					continue
+				case errors.Is(err, syscall.EIO):
+					sendErr = &fileError{fmt.Errorf("sendfile %s: %w", f.Name(), err)}
+					return true
 				case err != nil:
 					sendErr = fmt.Errorf("sendfile %s: %w", f.Name(), err)
 					return true
 				case m == 0:
-					sendErr = fmt.Errorf("sendfile %s at %d: %w", f.Name(), off, io.ErrUnexpectedEOF)
+					sendErr = &fileError{fmt.Errorf("sendfile %s at %d: %w", f.Name(), off, io.ErrUnexpectedEOF)}
 					return true
 				}
 			}
@@ -107,12 +117,30 @@ func sendfileUnsupported(err error) bool {
 // copyRange is sendFile for connections without a socket (in-process
 // pipes in tests).
 func copyRange(w io.Writer, f *os.File, off int64, n int) error {
-	m, err := io.Copy(w, io.NewSectionReader(f, off, int64(n)))
+	src := &fileReader{r: io.NewSectionReader(f, off, int64(n))}
+	m, err := io.Copy(w, src)
 	if err == nil && m < int64(n) {
-		err = io.ErrUnexpectedEOF
+		src.err, err = io.ErrUnexpectedEOF, io.ErrUnexpectedEOF
 	}
 	if err != nil {
-		return fmt.Errorf("copy %d bytes of %s at %d: %w", n, f.Name(), off, err)
+		err = fmt.Errorf("copy %d bytes of %s at %d: %w", n, f.Name(), off, err)
+		if src.err != nil {
+			return &fileError{err}
+		}
 	}
-	return nil
+	return err
+}
+
+// fileReader remembers its reader's error, to tell it from the writer's.
+type fileReader struct {
+	r   io.Reader
+	err error
+}
+
+func (f *fileReader) Read(p []byte) (int, error) {
+	n, err := f.r.Read(p)
+	if err != nil && err != io.EOF {
+		f.err = err
+	}
+	return n, err
 }

@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -55,7 +56,9 @@ func TestWriteSpansSendsEverySpanInOrder(t *testing.T) {
 	}
 }
 
-// A file range past the end of its file is an error, not a short frame.
+// A file range past the end of its file is an error, not a short frame,
+// and an error of the file's side (which disables the disk cache); a
+// connection that fails is not.
 func TestWriteSpansReportsAShortFile(t *testing.T) {
 	file := newSpanFile(t)
 	if _, err := file.f.Write([]byte("abc")); err != nil {
@@ -64,8 +67,16 @@ func TestWriteSpansReportsAShortFile(t *testing.T) {
 	for _, kind := range []string{"tcp", "pipe"} {
 		w, r := connPair(t, kind)
 		go io.Copy(io.Discard, r)
-		if err := writeSpans(w, []fetch.Span{fetch.FileSpan(file.f, 0, 10)}); err == nil {
-			t.Fatalf("%s: 10 bytes of a 3-byte file sent without an error", kind)
+		err := writeSpans(w, []fetch.Span{fetch.FileSpan(file.f, 0, 10)})
+		var fe *fileError
+		if !errors.As(err, &fe) {
+			t.Fatalf("%s: 10 bytes of a 3-byte file: error %v, want a file error", kind, err)
+		}
+		w, _ = connPair(t, kind)
+		w.Close()
+		err = writeSpans(w, []fetch.Span{fetch.FileSpan(file.f, 0, 3)})
+		if err == nil || errors.As(err, &fe) {
+			t.Fatalf("%s: writing to a closed connection: error %v, want one of the connection", kind, err)
 		}
 	}
 }
