@@ -47,7 +47,10 @@ func (pooledAllocator) Free(b []byte) { bytepool.Put(b) }
 
 // pageReaderProperties reads column chunks through a small buffer rather
 // than reading each chunk whole into a new slice first (the default):
-// pages are read straight into the pooled page buffers.
+// pages are read straight into the pooled page buffers. Each refill is one
+// ranged read: a system call on local files (the only ones lakegw links a
+// file system for today), but a request on an object store, where a
+// larger buffer would be needed.
 func pageReaderProperties() *parquet.ReaderProperties {
 	props := parquet.NewReaderProperties(pageBuffers)
 	props.BufferedStreamEnabled = true

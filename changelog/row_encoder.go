@@ -26,7 +26,9 @@ type batchEncoder struct {
 // Prepare builds the JSON encoders of every batch once, so that formats then
 // encode records without allocating, and reports columns that cannot be
 // encoded. Derive calls it; code that builds a Changes itself should call it
-// before sharing the Changes between goroutines (it mutates c).
+// before sharing the Changes between goroutines (it mutates c). It writes
+// Table, SnapshotID, SequenceNumber and TimestampMs into the envelopes of
+// the formats once: they must not change afterwards.
 func (c *Changes) Prepare() error {
 	enc, err := buildEncoders(c)
 	if err != nil {
