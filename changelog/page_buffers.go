@@ -16,34 +16,7 @@ import (
 // never leave the page reader (the rows are copied into Arrow builders
 // with their own allocator before the chunk is closed), so they can be
 // recycled.
-var pageBuffers memory.Allocator = pooledAllocator{}
-
-// pooledAllocator is an arrow allocator over internal/bytepool. Memory it
-// hands out is zeroed, as Go's allocator's is.
-type pooledAllocator struct{}
-
-func (pooledAllocator) Allocate(size int) []byte {
-	b := bytepool.Get(size)[:size]
-	clear(b)
-	return b
-}
-
-func (a pooledAllocator) Reallocate(size int, b []byte) []byte {
-	if size <= cap(b) {
-		old := len(b)
-		b = b[:size]
-		if size > old {
-			clear(b[old:])
-		}
-		return b
-	}
-	nb := a.Allocate(size)
-	copy(nb, b)
-	a.Free(b)
-	return nb
-}
-
-func (pooledAllocator) Free(b []byte) { bytepool.Put(b) }
+var pageBuffers memory.Allocator = bytepool.Allocator{}
 
 // pageReaderProperties reads column chunks through a small buffer rather
 // than reading each chunk whole into a new slice first (the default):
