@@ -29,7 +29,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 	"github.com/rs/zerolog"
@@ -110,9 +109,6 @@ func getTable(tb testing.TB, records int64, snapRecords int, props iceberg.Prope
 
 // inproc is lakegw's registry on a table directory, in this process.
 type inproc struct {
-	// ctx is the context of reads (nil: Background): it can carry an
-	// arrow allocator (compute.WithAllocator) to iceberg-go's scans.
-	ctx    context.Context
 	reg    *topics.Registry
 	store  *state.Store
 	cancel context.CancelFunc
@@ -174,14 +170,10 @@ func (g *inproc) close() {
 func (g *inproc) readAll(tb testing.TB, r *fetch.Reader) (records, size int64) {
 	tb.Helper()
 	t := g.topic(tb)
-	ctx := g.ctx
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	hw := t.Index.HighWatermark(0)
 	buf := make([]byte, 0, 2<<20)
 	for off := int64(0); off < hw; {
-		out, err := r.Read(ctx, t, 0, off, 1<<20, "none", buf[:0])
+		out, err := r.Read(context.Background(), t, 0, off, 1<<20, "none", buf[:0])
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -189,14 +181,9 @@ func (g *inproc) readAll(tb testing.TB, r *fetch.Reader) (records, size int64) {
 			tb.Fatalf("empty read at %d of %d", off, hw)
 		}
 		size += int64(len(out))
-		for b := out; len(b) >= 61; {
-			base := int64(binary.BigEndian.Uint64(b))
-			n := int(binary.BigEndian.Uint32(b[8:])) + 12
-			last := base + int64(binary.BigEndian.Uint32(b[23:]))
-			records += last - off + 1
-			off = last + 1
-			b = b[n:]
-		}
+		end := nextOffsetOf(tb, out)
+		records += end - off
+		off = end
 	}
 	return records, size
 }
@@ -220,7 +207,7 @@ const recentFilesProp = "bench.recent-files"
 func BenchmarkReadColdBeforeImages(b *testing.B) {
 	for _, n := range []string{"1", "4"} {
 		b.Run("updatedFiles="+n, func(b *testing.B) {
-			benchReadCold(b, iceberg.Properties{recentFilesProp: n}, false, false)
+			benchReadCold(b, iceberg.Properties{recentFilesProp: n}, false)
 		})
 	}
 }
@@ -238,16 +225,13 @@ func BenchmarkReadColdBeforeImages(b *testing.B) {
 func BenchmarkReadCold(b *testing.B) {
 	for _, bs := range []string{"default", "16384"} {
 		for _, ra := range []bool{false, true} {
-			for _, pool := range []bool{false, true} {
-				name := fmt.Sprintf("parquetBatch=%s/readAhead=%s/alloc=%s", bs, onOff(ra), map[bool]string{false: "go", true: "pool"}[pool])
-				b.Run(name, func(b *testing.B) {
-					var props iceberg.Properties
-					if bs != "default" {
-						props = iceberg.Properties{"read.parquet.batch-size": bs}
-					}
-					benchReadCold(b, props, ra, pool)
-				})
-			}
+			b.Run(fmt.Sprintf("parquetBatch=%s/readAhead=%s", bs, onOff(ra)), func(b *testing.B) {
+				var props iceberg.Properties
+				if bs != "default" {
+					props = iceberg.Properties{"read.parquet.batch-size": bs}
+				}
+				benchReadCold(b, props, ra)
+			})
 		}
 	}
 }
@@ -259,7 +243,7 @@ func onOff(v bool) string {
 	return "off"
 }
 
-func benchReadCold(b *testing.B, props iceberg.Properties, readAhead, pool bool) {
+func benchReadCold(b *testing.B, props iceberg.Properties, readAhead bool) {
 	n := benchRecords()
 	t := getTable(b, n, int(min(n/10, 250_000)), props)
 	b.SetBytes(t.bytes)
@@ -269,9 +253,6 @@ func benchReadCold(b *testing.B, props iceberg.Properties, readAhead, pool bool)
 	for b.Loop() {
 		b.StopTimer()
 		g := openGateway(b, t)
-		if pool {
-			g.ctx = compute.WithAllocator(context.Background(), newPoolAllocator())
-		}
 		cfg := fetch.Config{BatchRecords: 1000, CacheBytes: 64 << 20, DiskCacheDir: b.TempDir(), DiskCacheBytes: 10 << 30}
 		if !readAhead {
 			cfg.ReadAheadBatches = -1
@@ -399,17 +380,14 @@ func nextOffset(b *testing.B, bs fetch.Batches) int64 {
 	var head [61]byte
 	for _, s := range bs {
 		f, at, _ := s.File()
-		if f != nil {
-			if _, err := f.ReadAt(head[:], at); err != nil {
-				b.Fatal(err)
-			}
-			next = int64(binary.BigEndian.Uint64(head[:])) + int64(binary.BigEndian.Uint32(head[23:])) + 1
+		if f == nil {
+			next = nextOffsetOf(b, s.Bytes())
 			continue
 		}
-		for bb := s.Bytes(); len(bb) >= 61; {
-			next = int64(binary.BigEndian.Uint64(bb)) + int64(binary.BigEndian.Uint32(bb[23:])) + 1
-			bb = bb[int(binary.BigEndian.Uint32(bb[8:]))+12:]
+		if _, err := f.ReadAt(head[:], at); err != nil {
+			b.Fatal(err)
 		}
+		next = batchEnd(head[:])
 	}
 	return next
 }
@@ -564,13 +542,22 @@ func TestServeSendsDiskHitsFromTheirFiles(t *testing.T) {
 	}
 }
 
-func nextOffsetOf(t *testing.T, batches []byte) int64 {
+// nextOffsetOf is the offset after the last record of the record batches
+// in batches.
+func nextOffsetOf(tb testing.TB, batches []byte) int64 {
+	tb.Helper()
 	next := int64(-1)
 	for b := batches; len(b) >= 61; b = b[int(binary.BigEndian.Uint32(b[8:]))+12:] {
-		next = int64(binary.BigEndian.Uint64(b)) + int64(binary.BigEndian.Uint32(b[23:])) + 1
+		next = batchEnd(b)
 	}
 	if next < 0 {
-		t.Fatalf("no batch in %d bytes", len(batches))
+		tb.Fatalf("no batch in %d bytes", len(batches))
 	}
 	return next
+}
+
+// batchEnd is the offset after the last record of the batch whose header
+// starts b: its base offset plus its last offset delta, plus one.
+func batchEnd(b []byte) int64 {
+	return int64(binary.BigEndian.Uint64(b)) + int64(binary.BigEndian.Uint32(b[23:])) + 1
 }
