@@ -17,6 +17,20 @@ func openStore(t *testing.T, dir string) *state.Store {
 	return s
 }
 
+// reopen closes store, as a stopping gateway does, and opens the index of
+// table again from a new store on dir (closed when the test ends).
+func reopen(t *testing.T, store *state.Store, dir, table, uuid string, partitions int32) *Topic {
+	t.Helper()
+	store.Close()
+	store = openStore(t, dir)
+	t.Cleanup(func() { store.Close() })
+	tp, err := Open(context.Background(), store, table, uuid, partitions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tp
+}
+
 func TestIndexDenseAndPersistent(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -66,14 +80,7 @@ func TestIndexDenseAndPersistent(t *testing.T) {
 		}
 	}
 	check(tp)
-	store.Close()
-
-	store = openStore(t, dir)
-	defer store.Close()
-	again, err := Open(ctx, store, "ns.t", "uuid-1", 2)
-	if err != nil {
-		t.Fatal(err)
-	}
+	again := reopen(t, store, dir, "ns.t", "uuid-1", 2)
 	check(again)
 	if got := len(again.Snapshots()); got != 3 {
 		t.Fatalf("reopened index has %d snapshots, want 3", got)
@@ -164,13 +171,7 @@ func TestCompactPrefixKeepsLaterOffsets(t *testing.T) {
 		}
 	}
 	check(tp)
-	store.Close()
-	store = openStore(t, dir)
-	defer store.Close()
-	again, err := Open(ctx, store, "ns.t", "u", 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	again := reopen(t, store, dir, "ns.t", "u", 1)
 	check(again)
 	if err := again.CompactPrefix(ctx, 0, []int64{17}); err == nil {
 		t.Fatal("a prefix larger than the history it replaces must be refused")
@@ -259,13 +260,7 @@ func TestPrefixKeepsTheEpochItWasWrittenUnder(t *testing.T) {
 		}
 	}
 	check(tp)
-	store.Close()
-	store = openStore(t, dir)
-	defer store.Close()
-	again, err := Open(ctx, store, "ns.t", "u", 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	again := reopen(t, store, dir, "ns.t", "u", 1)
 	check(again)
 
 	// Starting over after the old end: the new prefix is the new epoch's.
