@@ -34,3 +34,8 @@ func (s GroupOffsetStore) SaveOffsets(ctx context.Context, offs []groups.Committ
 	}
 	return s.Store.SaveGroupOffsets(ctx, rows)
 }
+
+// DeleteGroupOffsets implements groups.OffsetStore.
+func (s GroupOffsetStore) DeleteGroupOffsets(ctx context.Context, group string) error {
+	return s.Store.DeleteGroupOffsets(ctx, group)
+}

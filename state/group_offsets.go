@@ -59,3 +59,12 @@ func (s *Store) SaveGroupOffsets(ctx context.Context, offs []GroupOffset) error 
 	}
 	return nil
 }
+
+// DeleteGroupOffsets removes every committed offset of group (their
+// retention expired).
+func (s *Store) DeleteGroupOffsets(ctx context.Context, group string) error {
+	if _, err := s.db.ExecContext(ctx, `DELETE FROM group_offsets WHERE group_id = ?`, group); err != nil {
+		return fmt.Errorf("delete offsets of group %q: %w", group, err)
+	}
+	return nil
+}

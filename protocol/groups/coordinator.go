@@ -18,6 +18,10 @@ const (
 	defaultMinSessionTimeout = 6 * time.Second  // group.min.session.timeout.ms
 	defaultMaxSessionTimeout = 30 * time.Minute // group.max.session.timeout.ms
 	defaultMaxMetadataBytes  = 4096             // offset.metadata.max.bytes
+
+	// DefaultOffsetsRetention is offsets.retention.minutes.
+	DefaultOffsetsRetention      = 7 * 24 * time.Hour
+	defaultOffsetsRetentionCheck = 10 * time.Minute // offsets.retention.check.interval.ms
 )
 
 // Options tune a Coordinator. The zero value is usable.
@@ -46,6 +50,22 @@ type Options struct {
 	// MaxMetadataBytes caps the metadata string of a commit
 	// (OFFSET_METADATA_TOO_LARGE). Zero means 4096, as Kafka.
 	MaxMetadataBytes int
+
+	// OffsetsRetention is Kafka's offsets.retention.minutes: a group with
+	// no members loses its committed offsets once it has been empty and
+	// without a commit for this long, so a dead group stops pinning the
+	// history its offsets point into. Zero means 7 days; negative keeps
+	// offsets forever.
+	OffsetsRetention time.Duration
+
+	// OffsetsRetentionCheck is how often expired offsets are looked for
+	// (offsets.retention.check.interval.ms). Zero means 10 minutes.
+	OffsetsRetentionCheck time.Duration
+
+	// Now is the clock of offset retention (commit times, when a group
+	// emptied, expiry). Nil means time.Now; tests inject their own.
+	// Session timeouts and rebalance waits always use the real clock.
+	Now func() time.Time
 }
 
 func (o Options) withDefaults() Options {
@@ -57,6 +77,15 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxMetadataBytes <= 0 {
 		o.MaxMetadataBytes = defaultMaxMetadataBytes
+	}
+	if o.OffsetsRetention == 0 {
+		o.OffsetsRetention = DefaultOffsetsRetention
+	}
+	if o.OffsetsRetentionCheck <= 0 {
+		o.OffsetsRetentionCheck = defaultOffsetsRetentionCheck
+	}
+	if o.Now == nil {
+		o.Now = time.Now
 	}
 	return o
 }
@@ -72,8 +101,9 @@ const (
 // Coordinator is the group coordinator of a single-node gateway: this node
 // coordinates every group. All group state lives behind one mutex; the
 // only goroutine it owns is the timer loop that expires sessions and ends
-// rebalance waits. Committed offsets live in an offsetTable with its own
-// locks so that a slow store never blocks heartbeats.
+// rebalance waits, and the offset expiry loop. Committed offsets live in an
+// offsetTable with its own locks so that a slow store never blocks
+// heartbeats.
 type Coordinator struct {
 	store OffsetStore
 	log   zerolog.Logger
@@ -89,10 +119,11 @@ type Coordinator struct {
 
 	openMu sync.Mutex // serialises Open so offsets are loaded once
 
-	wake      chan struct{} // 1-slot: an earlier deadline than nextWake exists
-	quit      chan struct{}
-	done      chan struct{}
-	closeOnce sync.Once
+	wake       chan struct{} // 1-slot: an earlier deadline than nextWake exists
+	quit       chan struct{}
+	done       chan struct{}
+	expiryDone chan struct{} // closed when the offset expiry loop returned
+	closeOnce  sync.Once
 }
 
 // New returns a coordinator that keeps committed offsets in store. A nil
@@ -109,8 +140,11 @@ func New(store OffsetStore, log zerolog.Logger, opts Options) *Coordinator {
 		wake:    make(chan struct{}, 1),
 		quit:    make(chan struct{}),
 		done:    make(chan struct{}),
+
+		expiryDone: make(chan struct{}),
 	}
 	go c.run()
+	go c.runOffsetExpiry()
 	return c
 }
 
@@ -146,7 +180,8 @@ func (c *Coordinator) Open(ctx context.Context) error {
 }
 
 // Close answers every waiting JoinGroup and SyncGroup with
-// COORDINATOR_NOT_AVAILABLE, stops the timer goroutine and waits for it.
+// COORDINATOR_NOT_AVAILABLE, stops the timer and offset expiry goroutines
+// and waits for them.
 // Requests after Close are refused the same way. It is safe to call twice.
 func (c *Coordinator) Close() {
 	c.closeOnce.Do(func() {
@@ -158,6 +193,7 @@ func (c *Coordinator) Close() {
 		c.mu.Unlock()
 		close(c.quit)
 		<-c.done
+		<-c.expiryDone
 	})
 }
 

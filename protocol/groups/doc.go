@@ -21,5 +21,8 @@
 // stopped by Close, sleeps until the earliest deadline (session expiry,
 // end of a join or sync wait) and applies it. Committed offsets
 // (offsets.go) are saved to the OffsetStore before a commit is
-// acknowledged and loaded from it by Open.
+// acknowledged and loaded from it by Open. A second goroutine, also
+// stopped by Close, expires the offsets of groups left empty longer than
+// Options.OffsetsRetention (offset_expiry.go), so dead groups stop pinning
+// table history; CommittedOffsets tells the gateway what the rest pin.
 package groups

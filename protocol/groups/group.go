@@ -79,6 +79,10 @@ func newGroup(c *Coordinator, name string) *group {
 	}
 }
 
+// empty reports whether the group has no members, joined or about to
+// join: only then may its committed offsets expire.
+func (g *group) empty() bool { return len(g.members) == 0 && len(g.pending) == 0 }
+
 // forgettable reports whether the group holds nothing worth keeping.
 func (g *group) forgettable() bool {
 	return g.state == stateEmpty && len(g.members) == 0 && len(g.pending) == 0 && !g.c.offsets.hasGroup(g.name)
@@ -186,6 +190,10 @@ func (g *group) removeMember(m *member, code int16) {
 	delete(g.pendingSync, m.id)
 	if g.leader == m.id {
 		g.leader = ""
+	}
+	if len(g.members) == 0 {
+		// Offset retention counts from when the group emptied.
+		g.c.offsets.touch(g.name, g.c.opts.Now())
 	}
 }
 

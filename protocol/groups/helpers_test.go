@@ -54,6 +54,20 @@ func (s *memStore) SaveOffsets(_ context.Context, offs []CommittedOffset) error 
 	return nil
 }
 
+func (s *memStore) DeleteGroupOffsets(_ context.Context, group string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failErr != nil {
+		return s.failErr
+	}
+	for k := range s.offs {
+		if k[0] == group {
+			delete(s.offs, k)
+		}
+	}
+	return nil
+}
+
 // count returns the number of stored offsets and of saves.
 func (s *memStore) count() (offsets, saves int) {
 	s.mu.Lock()

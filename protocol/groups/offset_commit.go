@@ -12,7 +12,8 @@ import (
 // durable in the OffsetStore before the response says so.
 //
 // Version notes: v2-v4 carry a retention time, which is accepted and not
-// applied (offsets here do not expire); v5 drops it; v6 adds the leader
+// applied (offsets expire by the coordinator's OffsetsRetention, as in
+// Kafka 2.1+); v5 drops it; v6 adds the leader
 // epoch per partition; v7 adds group.instance.id; v8 is flexible.
 //
 // Who may commit, as in Kafka: a member of the current generation; or,
@@ -56,6 +57,8 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 		return setAll(code)
 	}
 
+	// The retention clock, not now: offset expiry compares with it.
+	commitMs := c.opts.Now().UnixMilli()
 	var offs []CommittedOffset
 	type slot struct{ t, p int } // where each stored offset answers
 	var slots []slot
@@ -83,7 +86,7 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 					Offset:       p.Offset,
 					LeaderEpoch:  epoch,
 					Metadata:     md,
-					CommitTimeMs: now.UnixMilli(),
+					CommitTimeMs: commitMs,
 				})
 				slots = append(slots, slot{i, j})
 			}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"time"
 )
 
 // offsetTable holds the committed offsets of every group in memory, the
@@ -23,6 +24,10 @@ type offsetTable struct {
 type groupOffsets struct {
 	sem   chan struct{}
 	parts map[string]map[int32]CommittedOffset // topic -> partition
+	// emptiedMs is when the group last lost its last member (0: not seen
+	// in this process). Retention counts from it or the latest commit,
+	// whichever is later.
+	emptiedMs int64
 }
 
 func newOffsetTable() *offsetTable {
@@ -63,14 +68,9 @@ func (g *groupOffsets) set(o CommittedOffset) {
 // durable, makes them visible to fetches. A nil store commits to memory
 // only.
 func (t *offsetTable) commit(ctx context.Context, store OffsetStore, group string, offs []CommittedOffset) error {
-	t.mu.Lock()
-	g := t.entry(group)
-	t.mu.Unlock()
-
-	select {
-	case g.sem <- struct{}{}:
-	case <-ctx.Done():
-		return fmt.Errorf("commit offsets of group %q: %w", group, ctx.Err())
+	g, err := t.acquire(ctx, group)
+	if err != nil {
+		return fmt.Errorf("commit offsets of group %q: %w", group, err)
 	}
 	defer func() { <-g.sem }()
 
@@ -85,6 +85,72 @@ func (t *offsetTable) commit(ctx context.Context, store OffsetStore, group strin
 	}
 	t.mu.Unlock()
 	return nil
+}
+
+// acquire returns the group's entry, created if needed, holding its
+// semaphore. An entry that expiry dropped while we waited is not the
+// group's any more: writing into it would lose the commit, so try again.
+func (t *offsetTable) acquire(ctx context.Context, group string) (*groupOffsets, error) {
+	for {
+		t.mu.Lock()
+		g := t.entry(group)
+		t.mu.Unlock()
+		select {
+		case g.sem <- struct{}{}:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		t.mu.RLock()
+		current := t.groups[group] == g
+		t.mu.RUnlock()
+		if current {
+			return g, nil
+		}
+		<-g.sem
+	}
+}
+
+// touch records that group emptied at now, if it has committed offsets
+// (an entry for every group that ever had a member would grow without
+// bound).
+func (t *offsetTable) touch(group string, now time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if g := t.groups[group]; g != nil {
+		g.emptiedMs = max(g.emptiedMs, now.UnixMilli())
+	}
+}
+
+// lastActiveMs is the later of the group's latest commit and the time it
+// emptied. Called with mu held.
+func (g *groupOffsets) lastActiveMs() int64 {
+	ms := g.emptiedMs
+	for _, ps := range g.parts {
+		for _, o := range ps {
+			ms = max(ms, o.CommitTimeMs)
+		}
+	}
+	return ms
+}
+
+// onTopic returns every group's committed offsets on topic, sorted by
+// group and partition.
+func (t *offsetTable) onTopic(topic string) []CommittedOffset {
+	t.mu.RLock()
+	var out []CommittedOffset
+	for _, g := range t.groups {
+		for _, o := range g.parts[topic] {
+			out = append(out, o)
+		}
+	}
+	t.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Group != out[j].Group {
+			return out[i].Group < out[j].Group
+		}
+		return out[i].Partition < out[j].Partition
+	})
+	return out
 }
 
 // get returns the committed offset of one partition.

@@ -12,20 +12,24 @@ type CommittedOffset struct {
 	LeaderEpoch int32 // -1 when the client did not send one
 	Metadata    string
 	// CommitTimeMs is when the coordinator accepted the commit, in Unix
-	// milliseconds; kept so that offset expiry can be added without a
-	// format change.
+	// milliseconds: offset retention counts from the group's latest one.
 	CommitTimeMs int64
 }
 
 // OffsetStore persists committed offsets. The state store implements it;
-// the coordinator only needs these two calls.
+// the coordinator only needs these three calls.
 //
 // SaveOffsets must be durable when it returns nil: the coordinator
 // acknowledges a commit to the client only after that. A later save of the
 // same (Group, Topic, Partition) replaces the earlier one. The coordinator
 // never calls SaveOffsets concurrently for the same group, so a store may
 // apply saves in call order without extra locking per group.
+//
+// DeleteGroupOffsets removes every committed offset of one group (their
+// retention expired); like SaveOffsets it is never concurrent with another
+// call for the same group.
 type OffsetStore interface {
 	LoadOffsets(ctx context.Context) ([]CommittedOffset, error)
 	SaveOffsets(ctx context.Context, offs []CommittedOffset) error
+	DeleteGroupOffsets(ctx context.Context, group string) error
 }
