@@ -2,8 +2,11 @@ package e2e
 
 import (
 	"context"
+	"os/exec"
 	"testing"
 
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -11,29 +14,44 @@ import (
 
 // TestAdminAPIs covers what admin tools and the Java AdminClient ask:
 // DescribeConfigs of a topic (and of an unknown one), DescribeCluster,
-// and ListGroups/DescribeGroups after a commit.
+// and ListGroups/DescribeGroups after a commit. The retention configs are
+// the real ones: a table lakegw does not write is bounded by its own
+// snapshot expiry (unbounded, or history.expire.max-snapshot-age-ms), a
+// lakegw LSM table by its lakegw.retention.* properties.
 func TestAdminAPIs(t *testing.T) {
 	dir := t.TempDir()
-	setupTable(t, dir)
+	w := setupTable(t, dir)
+	aged := newTableWriterOn(t, w.cat, "e2e", "aged")
+	aged.appendRows(1)
+	setTableProps(t, w.cat, aged.ident, map[string]string{"history.expire.max-snapshot-age-ms": "3600000"})
+	if out, err := exec.Command(lakegwBin, "table", "create", "e2e.pk", "--schema", "id long", "--primary-key", "id",
+		"--data-dir", dir, "--log-level", "warn").CombinedOutput(); err != nil {
+		t.Fatalf("create LSM table: %v\n%s", err, out)
+	}
+	setTableProps(t, w.cat, table.Identifier{"e2e", "pk"}, map[string]string{
+		"lakegw.retention.ms": "7200000", "lakegw.retention.bytes": "1048576", "lakegw.consumer.max-pin": "600000"})
 	g := startGateway(t, dir, "", "--compression", "lz4")
 	ctx := context.Background()
 	cl := mustClient(t, g.addr)
 	adm := kadm.NewClient(cl)
 
-	rcs, err := adm.DescribeTopicConfigs(ctx, topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc, err := rcs.On(topic, nil)
-	if err != nil || rc.Err != nil {
-		t.Fatalf("describe configs: %v %v", err, rc.Err)
-	}
-	got := map[string]string{}
-	for _, c := range rc.Configs {
-		got[c.Key] = c.MaybeValue()
-	}
-	if got["compression.type"] != "lz4" || got["lakegw.format"] != "debezium-json" || got["cleanup.policy"] != "delete" {
+	got := topicConfigs(t, adm, topic)
+	if got["compression.type"] != "lz4" || got["lakegw.format"] != "debezium-json" {
 		t.Fatalf("topic configs: %v", got)
+	}
+	for name, want := range map[string]map[string]string{
+		topic: {"cleanup.policy": "compact,delete", "retention.ms": "-1", "retention.bytes": "-1",
+			"lakegw.consumer.max-pin": "86400000"},
+		"e2e.aged": {"cleanup.policy": "compact,delete", "retention.ms": "3600000", "retention.bytes": "-1"},
+		"e2e.pk": {"cleanup.policy": "compact,delete", "retention.ms": "7200000", "retention.bytes": "1048576",
+			"lakegw.consumer.max-pin": "600000"},
+	} {
+		got := topicConfigs(t, adm, name)
+		for k, v := range want {
+			if got[k] != v {
+				t.Errorf("%s: %s = %q, want %q (all: %v)", name, k, got[k], v, got)
+			}
+		}
 	}
 	if rcs, err := adm.DescribeTopicConfigs(ctx, "no.such_table"); err == nil {
 		if rc, _ := rcs.On("no.such_table", nil); rc.Err == nil {
@@ -81,6 +99,41 @@ func TestAdminAPIs(t *testing.T) {
 	}
 	if e := cr.Error(); !isErr(e, kerr.UnknownTopicOrPartition) {
 		t.Fatalf("commit to partition 7: %v", e)
+	}
+}
+
+// topicConfigs describes one topic's configs with kadm.
+func topicConfigs(t *testing.T, adm *kadm.Client, topic string) map[string]string {
+	t.Helper()
+	rcs, err := adm.DescribeTopicConfigs(context.Background(), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := rcs.On(topic, nil)
+	if err != nil || rc.Err != nil {
+		t.Fatalf("describe configs of %s: %v %v", topic, err, rc.Err)
+	}
+	got := map[string]string{}
+	for _, c := range rc.Configs {
+		got[c.Key] = c.MaybeValue()
+	}
+	return got
+}
+
+// setTableProps commits table properties.
+func setTableProps(t *testing.T, cat catalog.Catalog, ident table.Identifier, props map[string]string) {
+	t.Helper()
+	ctx := context.Background()
+	tbl, err := cat.LoadTable(ctx, ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx := tbl.NewTransaction()
+	if err := tx.SetProperties(props); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Commit(ctx); err != nil {
+		t.Fatalf("set properties of %v: %v", ident, err)
 	}
 }
 

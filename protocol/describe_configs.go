@@ -15,10 +15,21 @@ import (
 //
 // v1: synonyms, config source. v2: nothing new. v3: config type and
 // documentation. v4: flexible. Topics report how lakegw serves them (format,
-// compression, partitions) and the Kafka configs clients and tools look for.
+// compression, partitions), their real retention (retention.ms,
+// retention.bytes, cleanup.policy), how far consumers may hold history
+// (lakegw.consumer.max-pin) and who does (lakegw.pinned-by). Every entry is
+// read-only: a topic is configured through its table's properties.
 func init() { register(kmsg.DescribeConfigs, 0, 4, handleDescribeConfigs) }
 
-func handleDescribeConfigs(_ context.Context, c *conn, req *kmsg.DescribeConfigsRequest) (kmsg.Response, error) {
+// PinReporter describes what holds a topic's table history in place: the
+// committed group offsets that still need old snapshots. The gateway
+// injects it (Config.Pins); the protocol layer only shows the answer.
+type PinReporter interface {
+	// PinnedBy returns a human description, "" when nothing pins the topic.
+	PinnedBy(ctx context.Context, topic string) string
+}
+
+func handleDescribeConfigs(ctx context.Context, c *conn, req *kmsg.DescribeConfigsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
 	for _, rr := range req.Resources {
 		out := kmsg.NewDescribeConfigsResponseResource()
@@ -31,7 +42,7 @@ func handleDescribeConfigs(_ context.Context, c *conn, req *kmsg.DescribeConfigs
 				out.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				break
 			}
-			configs = topicConfigs(t)
+			configs = topicConfigs(ctx, t, c.s.cfg.Pins)
 		case kmsg.ConfigResourceTypeBroker:
 			configs = [][2]string{
 				{"advertised.listeners", "PLAINTEXT://" + c.s.advertHost + ":" + strconv.Itoa(int(c.s.advertPort))},
@@ -59,13 +70,24 @@ func handleDescribeConfigs(_ context.Context, c *conn, req *kmsg.DescribeConfigs
 	return resp, nil
 }
 
-func topicConfigs(t *topics.Topic) [][2]string {
-	return [][2]string{
-		{"cleanup.policy", "delete"},
+func topicConfigs(ctx context.Context, t *topics.Topic, pins PinReporter) [][2]string {
+	ret := t.Config.LogRetention(t.Table().Properties())
+	configs := [][2]string{
+		{"cleanup.policy", topics.CleanupPolicy},
 		{"compression.type", t.Config.Compression},
-		{"retention.ms", "-1"},
+		{"retention.ms", strconv.FormatInt(ret.Ms, 10)},
+		{"retention.bytes", strconv.FormatInt(ret.Bytes, 10)},
 		{"message.timestamp.type", "CreateTime"},
 		{"lakegw.format", t.Config.Format},
 		{"lakegw.partitions", strconv.Itoa(int(t.Config.Partitions))},
+		{"lakegw.consumer.max-pin", strconv.FormatInt(t.Config.MaxPinMs, 10)},
 	}
+	if pins != nil {
+		by := pins.PinnedBy(ctx, t.Name)
+		if by == "" {
+			by = "none"
+		}
+		configs = append(configs, [2]string{"lakegw.pinned-by", by})
+	}
+	return configs
 }

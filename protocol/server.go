@@ -39,6 +39,9 @@ type Config struct {
 	// stops reading is disconnected rather than holding the response (and
 	// the disk cache files it refers to) forever.
 	WriteTimeout time.Duration
+	// Pins says what holds a topic's history (DescribeConfigs'
+	// lakegw.pinned-by); nil leaves that entry out.
+	Pins PinReporter
 }
 
 // Server is the Kafka protocol server.

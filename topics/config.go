@@ -7,6 +7,9 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/lakegw/lakegw/changelog"
 )
 
 // TopicConfig is how one table is served.
@@ -19,6 +22,18 @@ type TopicConfig struct {
 	Compression string
 	// KeyColumns are the key of tables without identifier fields.
 	KeyColumns []string
+
+	// RetentionMs is the topic's retention.ms for lakegw's own (LSM)
+	// tables: how long their changelog is kept past snapshot expiry. -1
+	// keeps it forever. Tables lakegw does not write keep what their own
+	// snapshot history keeps, whatever this says.
+	RetentionMs int64
+	// RetentionBytes is retention.bytes of lakegw's own tables (-1: no
+	// bound by size).
+	RetentionBytes int64
+	// MaxPinMs bounds how far back a committed group offset may hold a
+	// table's history beyond its retention (lakegw.consumer.max-pin).
+	MaxPinMs int64
 }
 
 // Table properties that configure a table's topic; they travel with the
@@ -28,12 +43,25 @@ const (
 	PropPartitions  = "lakegw.partitions"
 	PropCompression = "lakegw.compression"
 	PropKeyColumns  = "lakegw.key-columns"
+
+	PropRetentionMs    = "lakegw.retention.ms"
+	PropRetentionBytes = "lakegw.retention.bytes"
+	PropMaxPinMs       = "lakegw.consumer.max-pin"
+)
+
+// Retention defaults: Kafka's retention.ms (7 days) and retention.bytes
+// (unbounded), and a consumer may pin at most a day more.
+const (
+	DefaultRetentionMs    = int64(7 * 24 * time.Hour / time.Millisecond)
+	DefaultRetentionBytes = int64(-1)
+	DefaultMaxPinMs       = int64(24 * time.Hour / time.Millisecond)
 )
 
 // DefaultTopicConfig is used where neither the table nor the operator says
 // otherwise.
 func DefaultTopicConfig() TopicConfig {
-	return TopicConfig{Format: "debezium-json", Partitions: 1, Compression: "none"}
+	return TopicConfig{Format: "debezium-json", Partitions: 1, Compression: "none",
+		RetentionMs: DefaultRetentionMs, RetentionBytes: DefaultRetentionBytes, MaxPinMs: DefaultMaxPinMs}
 }
 
 // Compressions lists the accepted compression names.
@@ -57,6 +85,33 @@ func (c TopicConfig) withTableProps(props iceberg.Properties) (TopicConfig, erro
 	if v, ok := props[PropKeyColumns]; ok {
 		c.KeyColumns = strings.Split(v, ",")
 	}
+	// Operator defaults carry no retention (there are no flags for it): a
+	// zero means Kafka's default, and zero is no sensible value for any of
+	// the three.
+	if c.RetentionMs == 0 {
+		c.RetentionMs = DefaultRetentionMs
+	}
+	if c.RetentionBytes == 0 {
+		c.RetentionBytes = DefaultRetentionBytes
+	}
+	if c.MaxPinMs == 0 {
+		c.MaxPinMs = DefaultMaxPinMs
+	}
+	for _, p := range []struct {
+		name string
+		dst  *int64
+		min  int64
+	}{{PropRetentionMs, &c.RetentionMs, -1}, {PropRetentionBytes, &c.RetentionBytes, -1}, {PropMaxPinMs, &c.MaxPinMs, 0}} {
+		v, ok := props[p.name]
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < p.min {
+			return c, fmt.Errorf("table property %s=%q: want an integer >= %d", p.name, v, p.min)
+		}
+		*p.dst = n
+	}
 	return c, c.validate()
 }
 
@@ -72,6 +127,43 @@ func (c TopicConfig) validate() error {
 		return fmt.Errorf("partitions %d: want >= 1", c.Partitions)
 	}
 	return nil
+}
+
+// CleanupPolicy is every topic's cleanup.policy: history past retention
+// is not dropped but replaced by a compacted prefix (the live rows of the
+// earliest retained snapshot), so a reader from the log start still gets
+// the whole table, as from a compacted Kafka topic whose old segments
+// are deleted.
+const CleanupPolicy = "compact,delete"
+
+// LogRetention is how much of a topic's change history is kept, as
+// Kafka's retention.ms and retention.bytes say it (-1: unbounded).
+type LogRetention struct {
+	Ms    int64
+	Bytes int64
+	// Own is true for lakegw's LSM tables, whose changelog lakegw keeps
+	// past snapshot expiry for Ms/Bytes; false where the table's own
+	// snapshot expiry bounds the log.
+	Own bool
+}
+
+// LogRetention returns the retention of the topic of a table with the
+// given (current) properties. lakegw's LSM tables keep their changelog
+// for the topic's RetentionMs and RetentionBytes; any other table's log
+// reaches back as far as its snapshots do, which its writers' expiry
+// (history.expire.max-snapshot-age-ms, when set) decides.
+func (c TopicConfig) LogRetention(props iceberg.Properties) LogRetention {
+	if changelog.IsLSMTable(props) {
+		return LogRetention{Ms: c.RetentionMs, Bytes: c.RetentionBytes, Own: true}
+	}
+	r := LogRetention{Ms: -1, Bytes: -1}
+	if v, ok := props[table.MaxSnapshotAgeMsKey]; ok {
+		// A value Iceberg's own expiry could not read bounds nothing.
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil && n >= 0 {
+			r.Ms = n
+		}
+	}
+	return r
 }
 
 // Config configures the registry.

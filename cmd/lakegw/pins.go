@@ -1,0 +1,166 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/lakegw/lakegw/offsets"
+	"github.com/lakegw/lakegw/protocol"
+	"github.com/lakegw/lakegw/protocol/groups"
+	"github.com/lakegw/lakegw/topics"
+)
+
+// Consumers pin history (issue #11): a committed group offset still needs
+// the snapshot holding it and every later one, so maintenance must not
+// expire them (up to the topic's lakegw.consumer.max-pin). Groups left
+// empty lose their offsets after --offsets-retention, so dead groups pin
+// nothing.
+
+// addOffsetsRetentionFlag defines serve's --offsets-retention, Kafka's
+// offsets.retention.minutes; pass its value as
+// groups.Options.OffsetsRetention.
+func addOffsetsRetentionFlag(fs *flag.FlagSet) *time.Duration {
+	return fs.Duration("offsets-retention", groups.DefaultOffsetsRetention,
+		"committed offsets of a group without members expire this long after its last commit or member (0: 7 days, negative: never)")
+}
+
+// pinIndex is what pinning reads of a topic's offset index
+// (*offsets.Topic).
+type pinIndex interface {
+	Partitions() int32
+	LogStart(p int32) int64
+	HighWatermark(p int32) int64
+	Locate(p int32, offset int64) (offsets.Segment, bool)
+}
+
+// committedOffsets is what pinning reads of the group coordinator
+// (*groups.Coordinator).
+type committedOffsets interface {
+	CommittedOffsets(topic string) []groups.CommittedOffset
+}
+
+// pin is one committed offset that holds table history: the snapshot
+// holding the offset, and every later one, are still needed.
+type pin struct {
+	Group       string
+	Partition   int32
+	Offset      int64
+	SnapshotID  int64
+	TimestampMs int64 // commit time of SnapshotID
+}
+
+func (p pin) String() string {
+	return fmt.Sprintf("group %s partition %d at offset %d (snapshot %d, committed %s)",
+		p.Group, p.Partition, p.Offset, p.SnapshotID, time.UnixMilli(p.TimestampMs).UTC().Format(time.RFC3339))
+}
+
+// topicPins maps the committed offsets of one topic through its index to
+// the snapshots they need, oldest snapshot first. Offsets that need
+// nothing are left out: one at or past the high watermark waits for
+// snapshots not yet written, and one before the log start already lost
+// its history (the consumer is reset to the compacted prefix; keeping
+// more history cannot give it back). Offsets of partitions the topic no
+// longer has mean nothing and are left out too.
+func topicPins(idx pinIndex, committed []groups.CommittedOffset) []pin {
+	var out []pin
+	n := idx.Partitions()
+	for _, o := range committed {
+		if o.Partition < 0 || o.Partition >= n {
+			continue
+		}
+		if o.Offset >= idx.HighWatermark(o.Partition) || o.Offset < idx.LogStart(o.Partition) {
+			continue
+		}
+		seg, ok := idx.Locate(o.Partition, o.Offset)
+		if !ok {
+			continue
+		}
+		out = append(out, pin{Group: o.Group, Partition: o.Partition, Offset: o.Offset, SnapshotID: seg.SnapshotID, TimestampMs: seg.TimestampMs})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].TimestampMs < out[j].TimestampMs })
+	return out
+}
+
+// pinFinder finds the pins of a topic by name.
+type pinFinder struct {
+	index     func(topic string) (pinIndex, bool)
+	committed committedOffsets
+}
+
+func newPinFinder(reg *topics.Registry, coord *groups.Coordinator) pinFinder {
+	return pinFinder{
+		index: func(name string) (pinIndex, bool) {
+			t, ok := reg.Topic(name)
+			if !ok {
+				return nil, false
+			}
+			return t.Index, true
+		},
+		committed: coord,
+	}
+}
+
+func (f pinFinder) pins(topic string) []pin {
+	idx, ok := f.index(topic)
+	if !ok {
+		return nil
+	}
+	return topicPins(idx, f.committed.CommittedOffsets(topic))
+}
+
+// oldestNeeded is the commit time of the oldest snapshot any group still
+// needs on topic; ok is false when no group needs any.
+func (f pinFinder) oldestNeeded(_ context.Context, topic string) (oldestNeededMs int64, ok bool) {
+	ps := f.pins(topic)
+	if len(ps) == 0 {
+		return 0, false
+	}
+	return ps[0].TimestampMs, true
+}
+
+// maxPinsShown bounds lakegw.pinned-by: one line per group, oldest first.
+const maxPinsShown = 5
+
+// PinnedBy implements protocol.PinReporter: each group's oldest pin,
+// oldest first, "; "-separated.
+func (f pinFinder) PinnedBy(_ context.Context, topic string) string {
+	var lines []string
+	seen := map[string]bool{}
+	more := 0
+	for _, p := range f.pins(topic) {
+		if seen[p.Group] {
+			continue
+		}
+		seen[p.Group] = true
+		if len(lines) == maxPinsShown {
+			more++
+			continue
+		}
+		lines = append(lines, p.String())
+	}
+	if more > 0 {
+		lines = append(lines, fmt.Sprintf("and %d more groups", more))
+	}
+	return strings.Join(lines, "; ")
+}
+
+var _ protocol.PinReporter = pinFinder{}
+
+// consumerPins returns, for a topic, the commit time of the oldest
+// snapshot a committed group offset still needs (that snapshot and later
+// ones must be kept); ok is false when no group needs any. Maintenance
+// uses it to hold back snapshot and changelog expiry, bounded by the
+// topic's MaxPinMs.
+func consumerPins(reg *topics.Registry, coord *groups.Coordinator) func(ctx context.Context, topic string) (oldestNeededMs int64, ok bool) {
+	return newPinFinder(reg, coord).oldestNeeded
+}
+
+// consumerPinReport describes what pins each topic, for DescribeConfigs'
+// lakegw.pinned-by (protocol.Config.Pins) and status output.
+func consumerPinReport(reg *topics.Registry, coord *groups.Coordinator) protocol.PinReporter {
+	return newPinFinder(reg, coord)
+}
