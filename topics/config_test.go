@@ -4,6 +4,9 @@ import (
 	"testing"
 
 	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/lakegw/lakegw/changelog"
 )
 
 func TestTopicConfigRetentionProperties(t *testing.T) {
@@ -30,6 +33,26 @@ func TestTopicConfigRetentionProperties(t *testing.T) {
 	} {
 		if _, err := DefaultTopicConfig().withTableProps(bad); err == nil {
 			t.Fatalf("%v accepted", bad)
+		}
+	}
+}
+
+func TestLogRetention(t *testing.T) {
+	c := DefaultTopicConfig()
+	c.RetentionMs, c.RetentionBytes = 3600000, 1<<20
+	for _, tc := range []struct {
+		name  string
+		props iceberg.Properties
+		want  LogRetention
+	}{
+		{"lsm table keeps its changelog for the topic's retention",
+			iceberg.Properties{changelog.PropLSM: "true", table.MaxSnapshotAgeMsKey: "60000"}, LogRetention{Ms: 3600000, Bytes: 1 << 20, Own: true}},
+		{"other table, no snapshot expiry age: unbounded", iceberg.Properties{}, LogRetention{Ms: -1, Bytes: -1}},
+		{"other table: its snapshot expiry age", iceberg.Properties{table.MaxSnapshotAgeMsKey: "60000"}, LogRetention{Ms: 60000, Bytes: -1}},
+		{"other table, unreadable age: unbounded", iceberg.Properties{table.MaxSnapshotAgeMsKey: "1h"}, LogRetention{Ms: -1, Bytes: -1}},
+	} {
+		if got := c.LogRetention(tc.props); got != tc.want {
+			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
 		}
 	}
 }
