@@ -100,7 +100,7 @@ const (
 
 // Coordinator is the group coordinator of a single-node gateway: this node
 // coordinates every group. All group state lives behind one mutex; the
-// only goroutine it owns is the timer loop that expires sessions and ends
+// only goroutines it owns are the timer loop that expires sessions and ends
 // rebalance waits, and the offset expiry loop. Committed offsets live in an
 // offsetTable with its own locks so that a slow store never blocks
 // heartbeats.

@@ -72,7 +72,7 @@ func (c *Coordinator) ExpireOffsets(ctx context.Context) ([]string, error) {
 	cutoff := c.opts.Now().Add(-c.opts.OffsetsRetention).UnixMilli()
 	var expired []string
 	var errs []error
-	for _, name := range c.offsets.groupNames() {
+	for _, name := range c.offsets.entryNames() {
 		ok, err := c.expireGroup(ctx, name, cutoff)
 		if err != nil {
 			errs = append(errs, err)
@@ -98,9 +98,13 @@ func (c *Coordinator) expireGroup(ctx context.Context, name string, cutoff int64
 	}
 	defer func() { <-g.sem }()
 
-	c.offsets.mu.RLock()
+	c.offsets.mu.Lock()
+	if len(g.parts) == 0 {
+		// Left behind by a commit whose save failed: nothing to keep.
+		delete(c.offsets.groups, name)
+	}
 	due := len(g.parts) > 0 && g.lastActiveMs() < cutoff
-	c.offsets.mu.RUnlock()
+	c.offsets.mu.Unlock()
 	if !due {
 		return false, nil
 	}

@@ -196,3 +196,19 @@ func TestOffsetRetentionNegativeKeepsForever(t *testing.T) {
 		t.Fatalf("offsets expired with retention off: %v", got)
 	}
 }
+
+func TestOffsetExpiryDropsEntriesOfFailedFirstCommits(t *testing.T) {
+	c, _, store := expiringCoordinator(t)
+	store.setFail(errStoreDown)
+	c.OffsetCommit(context.Background(), commitReq("g", "", -1, "t", map[int32]int64{0: 3}))
+	store.setFail(nil)
+	if got := expire(t, c); len(got) != 0 {
+		t.Fatalf("expired %v: a group that never committed has nothing to expire", got)
+	}
+	c.offsets.mu.RLock()
+	n := len(c.offsets.groups)
+	c.offsets.mu.RUnlock()
+	if n != 0 {
+		t.Fatalf("%d offset entries left after a failed first commit, want 0", n)
+	}
+}

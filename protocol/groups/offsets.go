@@ -197,6 +197,17 @@ func (t *offsetTable) hasGroup(group string) bool {
 	return g != nil && len(g.parts) > 0
 }
 
+// entryNames lists every group with an entry, offsets or not.
+func (t *offsetTable) entryNames() []string {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	names := make([]string, 0, len(t.groups))
+	for name := range t.groups {
+		names = append(names, name)
+	}
+	return names
+}
+
 // groupNames lists the groups with committed offsets.
 func (t *offsetTable) groupNames() []string {
 	t.mu.RLock()
