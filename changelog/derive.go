@@ -56,6 +56,9 @@ func Derive(ctx context.Context, tbl *table.Table, snap SnapshotRef, opts Option
 func snapshotChanges(tbl *table.Table, snap SnapshotRef, opts Options) (*table.Snapshot, *Changes, error) {
 	s := tbl.Metadata().SnapshotByID(snap.SnapshotID)
 	if s == nil {
+		s = opts.Retained.Snapshot(snap.SnapshotID)
+	}
+	if s == nil {
 		return nil, nil, fmt.Errorf("snapshot %d is not in the metadata of %s", snap.SnapshotID, tableName(tbl))
 	}
 	c, err := newChanges(tbl, s, snap, opts)

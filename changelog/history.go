@@ -17,6 +17,9 @@ type SnapshotRef struct {
 	SequenceNumber int64
 	TimestampMs    int64
 	Operation      string
+	// LogStart marks the checkpoint an LSM table's changelog log starts
+	// after (LSMHistory): the topic starts with its live rows.
+	LogStart bool
 }
 
 // MainHistory returns the snapshots of the main branch, oldest first: the

@@ -142,17 +142,9 @@ func CountsFromSummary(props iceberg.Properties, s *table.Snapshot, partitions i
 	if !has {
 		return nil, false, nil
 	}
-	parts := strings.Split(v, ",")
-	if int32(len(parts)) != n {
-		return nil, false, fmt.Errorf("snapshot %d: %s has %d buckets, the topic has %d partitions", s.SnapshotID, SummaryLSMCounts, len(parts), n)
-	}
-	counts = make([]int64, n)
-	for i, p := range parts {
-		c, err := strconv.ParseInt(p, 10, 64)
-		if err != nil || c < 0 {
-			return nil, false, fmt.Errorf("snapshot %d: %s=%q: bad count %q", s.SnapshotID, SummaryLSMCounts, v, p)
-		}
-		counts[i] = c
+	counts, err = parseLSMInts(v, int(n))
+	if err != nil {
+		return nil, false, fmt.Errorf("snapshot %d: %s (the topic has %d partitions): %w", s.SnapshotID, SummaryLSMCounts, n, err)
 	}
 	return counts, true, nil
 }

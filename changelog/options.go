@@ -15,4 +15,8 @@ type Options struct {
 	// so that deriving a snapshot after its parent reads only its own
 	// manifests (see PlanCache).
 	PlanCache *PlanCache
+	// Retained is the changelog log of an LSM table (nil: none): its
+	// snapshots are derived from their changelog files although they
+	// expired from the table metadata.
+	Retained *LSMLog
 }

@@ -89,6 +89,10 @@ func (t *Table) commitOnce(ctx context.Context, tbl *table.Table, sp *spec, writ
 		changelog.SummaryLSMManifest: mpath,
 		changelog.SummaryLSMCounts:   changelog.EncodeLSMCounts(counts),
 	}
+	if err := addEnds(tbl, sp.buckets, counts, props); err != nil {
+		removeFiles(fs, paths)
+		return 0, nil, written, err
+	}
 	committed, err := commitRowDelta(ctx, tbl, props, data, deletes, removed)
 	if err != nil {
 		// Only a clean conflict proves the catalog did not take the
@@ -161,4 +165,28 @@ func removeFiles(fs icebergio.IO, paths []string) {
 	for _, p := range paths {
 		_ = fs.Remove(p)
 	}
+}
+
+// addEnds records in a snapshot's summary the end offset of every bucket
+// after it: the head's ends plus the snapshot's own counts (nil for a
+// compaction). The commit is pinned to that head, so the ends are exact.
+// When the head's ends are unknown (its history was expired before ends
+// were recorded) none are written and the gateway numbers as before.
+func addEnds(head *table.Table, buckets int, counts []int64, props iceberg.Properties) error {
+	ends := make([]int64, buckets)
+	if snap := head.CurrentSnapshot(); snap != nil {
+		prev, ok, err := changelog.LSMEnds(head.Metadata(), snap, buckets)
+		if err != nil {
+			return fmt.Errorf("offsets before this commit: %w", err)
+		}
+		if !ok {
+			return nil
+		}
+		copy(ends, prev)
+	}
+	for i := range counts {
+		ends[i] += counts[i]
+	}
+	props[changelog.SummaryLSMEnds] = changelog.EncodeLSMEnds(ends)
+	return nil
 }

@@ -121,7 +121,12 @@ func (t *Table) compactOnce(ctx context.Context, full bool) (CompactResult, erro
 		removeFiles(fs, paths)
 		return res, fmt.Errorf("pin branch: %w", err)
 	}
-	rw := tx.NewRewrite(iceberg.Properties{"lakegw.lsm.compaction": "true"})
+	props := iceberg.Properties{"lakegw.lsm.compaction": "true"}
+	if err := addEnds(tbl, sp.buckets, nil, props); err != nil {
+		removeFiles(fs, paths)
+		return res, err
+	}
+	rw := tx.NewRewrite(props)
 	shadowed, err := shadowedPositionDeletes(fs, st, outs)
 	if err != nil {
 		removeFiles(fs, paths)

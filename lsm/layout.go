@@ -19,6 +19,7 @@ import (
 //	data/bucket-00003/000000000042-<uuid>-dv.puffin       deletion vectors (v3)
 //	changelog/bucket-00003/000000000042-<uuid>.parquet    change events
 //	metadata/lsm-changelog-000000000042-<uuid>.json       the snapshot's changelog files
+//	metadata/lsm-changelog-log-000000000042-<uuid>.json   expired snapshots the topic keeps (changelog.LSMLog)
 type layout struct{ loc string }
 
 func newLayout(tableLocation string) layout {
@@ -43,6 +44,10 @@ func (l layout) changelogFile(bucket int, seq int64) string {
 
 func (l layout) changelogManifest(seq int64) string {
 	return fmt.Sprintf("%s/metadata/lsm-changelog-%012d-%s.json", l.loc, seq, uuid.NewString())
+}
+
+func (l layout) changelogLog(seq int64) string {
+	return fmt.Sprintf("%s/metadata/lsm-changelog-log-%012d-%s.json", l.loc, seq, uuid.NewString())
 }
 
 var dataFileRE = regexp.MustCompile(`/bucket-(\d+)/L(\d+)-(\d+)-[^/]+\.parquet$`)

@@ -23,6 +23,9 @@ type Topic struct {
 	Index  *offsets.Topic
 
 	tbl atomic.Pointer[table.Table]
+	// retained is an LSM table's changelog log (nil: none), stored
+	// before the table metadata that drops its snapshots.
+	retained atomic.Pointer[changelog.LSMLog]
 
 	mu      sync.Mutex
 	changed chan struct{}
@@ -135,5 +138,5 @@ func (t *Topic) Changes(ctx context.Context, seg offsets.Segment) (*changelog.Ch
 const deriveTimeout = 10 * time.Minute
 
 func (t *Topic) deriveOptions() changelog.Options {
-	return changelog.Options{Partitions: t.Config.Partitions, KeyColumns: t.Config.KeyColumns, PlanCache: t.plans}
+	return changelog.Options{Partitions: t.Config.Partitions, KeyColumns: t.Config.KeyColumns, PlanCache: t.plans, Retained: t.retained.Load()}
 }

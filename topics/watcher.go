@@ -23,10 +23,14 @@ type watcher struct {
 	cancel context.CancelFunc
 	ctx    context.Context
 
-	topic     *Topic
-	lastMeta  string
-	lastErr   string
-	firstSync chan struct{}
+	topic *Topic
+	// lsmLogPath and lsmLog are the changelog log of an LSM table as last
+	// read (see history).
+	lsmLogPath string
+	lsmLog     *changelog.LSMLog
+	lastMeta   string
+	lastErr    string
+	firstSync  chan struct{}
 
 	// prev is the stopped watcher this one succeeds under the same topic
 	// name, nil if none. Both write the topic's index: run waits for prev
@@ -151,8 +155,12 @@ func (w *watcher) sync(ctx context.Context) error {
 			return err
 		}
 	}
+	hist, err := w.history(ctx, tbl)
+	if err != nil {
+		return err
+	}
 	w.topic.tbl.Store(tbl)
-	if err := w.index(ctx, tbl); err != nil {
+	if err := w.index(ctx, tbl, hist); err != nil {
 		return err
 	}
 	w.lastMeta = tbl.MetadataLocation()
@@ -191,11 +199,7 @@ func (w *watcher) openTopic(ctx context.Context, tbl *table.Table) error {
 }
 
 // index brings the topic's index up to the table's main-branch history.
-func (w *watcher) index(ctx context.Context, tbl *table.Table) error {
-	hist, err := changelog.MainHistory(tbl.Metadata())
-	if err != nil {
-		return err
-	}
+func (w *watcher) index(ctx context.Context, tbl *table.Table, hist []changelog.SnapshotRef) error {
 	t := w.topic
 	indexed := t.Index.Snapshots()
 	expired, start := alignHistory(indexed, hist)
@@ -242,7 +246,7 @@ func (w *watcher) index(ctx context.Context, tbl *table.Table) error {
 		}
 	}()
 	for i, ref := range hist[start:] {
-		if start+i == 0 && hasExpiredParent(tbl, ref.SnapshotID) {
+		if start+i == 0 && (ref.LogStart || hasExpiredParent(tbl, ref.SnapshotID)) {
 			// The table's history starts after snapshots that were expired
 			// before lakegw saw them: the oldest retained snapshot's changes
 			// cannot be derived, so the topic starts with its live rows.
@@ -254,7 +258,7 @@ func (w *watcher) index(ctx context.Context, tbl *table.Table) error {
 		}
 		// lakegw LSM tables record their counts in the snapshot summary:
 		// index without reading a file; fetches read the changelog files.
-		counts, ok, err := changelog.CountsFromSummary(tbl.Properties(), tbl.Metadata().SnapshotByID(ref.SnapshotID), t.Config.Partitions)
+		counts, ok, err := changelog.CountsFromSummary(tbl.Properties(), snapshotOf(tbl, t.retained.Load(), ref.SnapshotID), t.Config.Partitions)
 		if err != nil {
 			return err
 		}
@@ -264,6 +268,11 @@ func (w *watcher) index(ctx context.Context, tbl *table.Table) error {
 				return fmt.Errorf("snapshot %d (sequence number %d): %w", ref.SnapshotID, ref.SequenceNumber, err)
 			}
 			counts = c.CountByPartition()
+		}
+		if start+i == 0 {
+			if err := w.startAt(ctx, tbl, ref, counts); err != nil {
+				return err
+			}
 		}
 		if err := t.Index.Append(ctx, []offsets.Snapshot{{SnapshotID: ref.SnapshotID, SequenceNumber: ref.SequenceNumber, TimestampMs: ref.TimestampMs, Counts: counts}}); err != nil {
 			return err
@@ -319,6 +328,9 @@ func hasExpiredParent(tbl *table.Table, snapshotID int64) bool {
 // indexPrefix indexes a snapshot as a compacted prefix: its live rows.
 func (w *watcher) indexPrefix(ctx context.Context, tbl *table.Table, ref changelog.SnapshotRef) error {
 	c, err := w.addPrefix(ctx, tbl, ref, "live rows of a snapshot whose parent was expired", func(counts []int64) error {
+		if err := w.startAt(ctx, tbl, ref, counts); err != nil {
+			return err
+		}
 		return w.topic.Index.Append(ctx, []offsets.Snapshot{{Kind: offsets.KindCompactedPrefix, SnapshotID: ref.SnapshotID,
 			SequenceNumber: ref.SequenceNumber, TimestampMs: ref.TimestampMs, Counts: counts}})
 	})

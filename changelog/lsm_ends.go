@@ -1,0 +1,82 @@
+package changelog
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/apache/iceberg-go/table"
+)
+
+// SummaryLSMEnds is the snapshot summary key with, per bucket, the offset
+// after the snapshot's last change record: the sum of the change counts of
+// the snapshot and of every ancestor ("12,0,40"). With it an offset index
+// is rebuilt from table metadata alone even after older snapshots expired
+// (state store lost, a second gateway): the oldest retained snapshot says
+// where its offsets start, so every gateway numbers the same records alike.
+const SummaryLSMEnds = "lakegw.lsm.changelog-ends"
+
+// EncodeLSMEnds renders per-bucket end offsets for the summary.
+func EncodeLSMEnds(ends []int64) string { return EncodeLSMCounts(ends) }
+
+// parseLSMInts parses a comma-separated list of n non-negative integers.
+func parseLSMInts(v string, n int) ([]int64, error) {
+	parts := strings.Split(v, ",")
+	if len(parts) != n {
+		return nil, fmt.Errorf("%q has %d values, want %d", v, len(parts), n)
+	}
+	out := make([]int64, n)
+	for i, p := range parts {
+		c, err := strconv.ParseInt(p, 10, 64)
+		if err != nil || c < 0 {
+			return nil, fmt.Errorf("%q: bad value %q", v, p)
+		}
+		out[i] = c
+	}
+	return out, nil
+}
+
+// LSMEnds returns the end offsets per bucket after snapshot s of an LSM
+// table: the ends its writer recorded, or, for a snapshot that records none
+// (a compaction, a manifest rewrite, a table written before ends were
+// recorded), those of its nearest ancestor that does plus the counts in
+// between. From the table's first snapshot the ends are the sum of all
+// counts. ok is false when the walk reaches an expired snapshot before any
+// recorded ends: the offsets of the history before it are unknown.
+func LSMEnds(meta table.Metadata, s *table.Snapshot, buckets int) (ends []int64, ok bool, err error) {
+	props := meta.Properties()
+	acc := make([]int64, buckets)
+	seen := 0
+	for cur := s; cur != nil; {
+		if seen++; seen > len(meta.Snapshots())+1 {
+			return nil, false, fmt.Errorf("snapshot %d: its ancestry loops", s.SnapshotID)
+		}
+		if cur.Summary != nil {
+			if v, has := cur.Summary.Properties[SummaryLSMEnds]; has {
+				recorded, err := parseLSMInts(v, buckets)
+				if err != nil {
+					return nil, false, fmt.Errorf("snapshot %d: %s: %w", cur.SnapshotID, SummaryLSMEnds, err)
+				}
+				for i := range acc {
+					acc[i] += recorded[i]
+				}
+				return acc, true, nil
+			}
+		}
+		counts, has, err := CountsFromSummary(props, cur, int32(buckets))
+		if err != nil {
+			return nil, false, err
+		}
+		if !has {
+			return nil, false, nil // another writer's snapshot: its counts are the gateway's to derive
+		}
+		for i := range acc {
+			acc[i] += counts[i]
+		}
+		if cur.ParentSnapshotID == nil {
+			return acc, true, nil
+		}
+		cur = meta.SnapshotByID(*cur.ParentSnapshotID)
+	}
+	return nil, false, nil
+}

@@ -1,0 +1,321 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/lakegw/lakegw/changelog"
+	"github.com/lakegw/lakegw/lake"
+	"github.com/lakegw/lakegw/lsm"
+)
+
+// A lakegw primary-key table keeps its topic's retention.ms of changes
+// although its snapshots expire: the expired snapshots' changelog stays,
+// listed in the changelog log, and the topic is the live rows of the
+// oldest checkpoint followed by every later change. The offsets are a
+// property of the table: a gateway that lost its state store serves the
+// same records at the same offsets. Past retention, the log start moves to
+// the next checkpoint and the changelog files before it are removed.
+func TestLSMTopicKeepsRetentionPastSnapshotExpiry(t *testing.T) {
+	ctx := context.Background()
+	dataDir := t.TempDir()
+	cat, err := lake.OpenCatalog(ctx, dataDir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cat.CreateNamespace(ctx, table.Identifier{"lsm"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	const buckets, keys = 2, 40
+	ident := table.Identifier{"lsm", "kept"}
+	tb, err := lsm.Create(ctx, cat, ident, lsmSchema, lsm.CreateOptions{PrimaryKey: []string{"id"}, Buckets: buckets,
+		MergeEngine: lsm.EngineDeduplicate}, lsm.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(7, 11))
+	m := lsmModel{}
+	commit := func(n int) {
+		t.Helper()
+		for range n {
+			w, err := tb.NewWriter(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			next := m.Clone()
+			randomWrites(t, rng, w, next, 3+rng.IntN(10), keys)
+			if _, err := w.Commit(ctx); err != nil {
+				t.Fatal(err)
+			}
+			m = next
+		}
+	}
+	commit(6)
+	// The first pass makes the head a checkpoint and expires nothing it
+	// would need: the topic still starts at the table's first snapshot.
+	expireLSM(t, cat, ident, 3)
+	checkpoint := currentSnapshot(t, cat, ident)
+	commit(24)
+	if _, err := tb.Compact(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	commit(6)
+	expireLSM(t, cat, ident, 3)
+
+	tbl, err := cat.LoadTable(ctx, ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(tbl.Metadata().Snapshots()); n > 5 {
+		t.Fatalf("%d snapshots after expiry keeping 3 and a checkpoint", n)
+	}
+	fsys, err := tbl.FS(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log, err := changelog.ReadLSMLog(fsys, tbl.Properties()[changelog.PropLSMChangelogLog])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(log.Entries) == 0 || log.Entries[0].ParentID != checkpoint {
+		t.Fatalf("changelog log %+v does not start after the checkpoint %d", log.Entries, checkpoint)
+	}
+	hist, err := changelog.LSMHistory(tbl.Metadata(), log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every change after the checkpoint, from the log and the main branch.
+	var changes int64
+	for _, h := range hist[1:] {
+		s := tbl.Metadata().SnapshotByID(h.SnapshotID)
+		if s == nil {
+			s = log.Snapshot(h.SnapshotID)
+		}
+		counts, ok, err := changelog.CountsFromSummary(tbl.Properties(), s, buckets)
+		if err != nil || !ok {
+			t.Fatalf("snapshot %d: counts %v %v", h.SnapshotID, ok, err)
+		}
+		for _, c := range counts {
+			changes += c
+		}
+	}
+
+	g := startGateway(t, dataDir, "")
+	first := replayKept(t, g, cat, ident, buckets)
+	if d := diffRows(first.state, lsmScan(t, cat, ident)); d != "" {
+		t.Fatalf("replay from earliest differs from an iceberg-go scan:\n%s", d)
+	}
+	if first.changes != changes {
+		t.Fatalf("replay served %d changes after the log start, the table kept %d", first.changes, changes)
+	}
+	if first.prefix == 0 {
+		t.Fatal("the topic does not start with the checkpoint's live rows")
+	}
+	t.Logf("%d snapshots logged past expiry; the topic: %d live rows of checkpoint %d, then %d changes",
+		len(log.Entries), first.prefix, checkpoint, first.changes)
+
+	// Without its state store, a gateway serves the same offsets.
+	g.stop()
+	if err := os.Remove(filepath.Join(dataDir, "state.db")); err != nil {
+		t.Fatal(err)
+	}
+	g = startGateway(t, dataDir, "")
+	again := replayKept(t, g, cat, ident, buckets)
+	if strings.Join(again.records, "\n") != strings.Join(first.records, "\n") {
+		t.Fatalf("after losing state.db the topic changed:\nbefore %d records, first %v\nafter %d records, first %v",
+			len(first.records), head(first.records), len(again.records), head(again.records))
+	}
+
+	// Past retention the log start moves to the next checkpoint, and the
+	// changelog files before it go.
+	setProps(t, cat, ident, map[string]string{lsm.PropRetentionMs: "1"})
+	expireLSM(t, cat, ident, 3) // a new checkpoint at the head
+	commit(4)
+	time.Sleep(5 * time.Millisecond)
+	before := changelogFiles(t, dataDir)
+	expireLSM(t, cat, ident, 3) // the old checkpoint is past retention
+	after := changelogFiles(t, dataDir)
+	t.Logf("changelog files: %d before the log start moved, %d after", before, after)
+	if after >= before {
+		t.Fatalf("%d changelog files before the retention pass, %d after", before, after)
+	}
+	moved := replayKept(t, g, cat, ident, buckets)
+	if d := diffRows(moved.state, lsmScan(t, cat, ident)); d != "" {
+		t.Fatalf("replay after the log start moved differs from an iceberg-go scan:\n%s", d)
+	}
+}
+
+func head(s []string) []string { return s[:min(len(s), 3)] }
+
+// expireLSM runs one expiry pass on an LSM table as maintenance does,
+// keeping the last n snapshots.
+func expireLSM(t *testing.T, cat catalog.Catalog, ident table.Identifier, n int) {
+	t.Helper()
+	ctx := context.Background()
+	tbl, err := cat.LoadTable(ctx, ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ret := lsm.NewRetention(cat, zerolog.New(zerolog.NewTestWriter(t)))
+	if tbl, err = ret.BeforeExpire(ctx, tbl, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	tx := tbl.NewTransaction()
+	if err := tx.ExpireSnapshots(table.WithRetainLast(n), table.WithOlderThan(0)); err != nil {
+		t.Fatal(err)
+	}
+	staged, err := tx.StagedTable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var expired []table.Snapshot
+	for _, s := range tbl.Metadata().Snapshots() {
+		if staged.Metadata().SnapshotByID(s.SnapshotID) == nil {
+			expired = append(expired, s)
+		}
+	}
+	if err := ret.AfterExpire(ctx, tbl, tx, expired); err != nil {
+		t.Fatal(err)
+	}
+	committed, err := tx.Commit(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ret.Committed(ctx, committed); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func currentSnapshot(t *testing.T, cat catalog.Catalog, ident table.Identifier) int64 {
+	t.Helper()
+	tbl, err := cat.LoadTable(context.Background(), ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tbl.CurrentSnapshot().SnapshotID
+}
+
+func setProps(t *testing.T, cat catalog.Catalog, ident table.Identifier, props map[string]string) {
+	t.Helper()
+	ctx := context.Background()
+	tbl, err := cat.LoadTable(ctx, ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx := tbl.NewTransaction()
+	if err := tx.SetProperties(props); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func changelogFiles(t *testing.T, dataDir string) int {
+	t.Helper()
+	n := 0
+	err := filepath.WalkDir(dataDir, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && strings.Contains(path, string(filepath.Separator)+"changelog"+string(filepath.Separator)) {
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// keptReplay is a topic read from its log start to its high watermark.
+type keptReplay struct {
+	state   map[string]string
+	records []string // "partition/offset op value", in order per partition
+	prefix  int64    // compacted-prefix rows
+	changes int64    // change records after them
+}
+
+func replayKept(t *testing.T, g *gateway, cat catalog.Catalog, ident table.Identifier, buckets int) keptReplay {
+	t.Helper()
+	topic := lake.TopicName(ident)
+	tbl, err := cat.LoadTable(context.Background(), ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The table's summaries say where each partition ends.
+	want, ok, err := changelog.LSMEnds(tbl.Metadata(), tbl.CurrentSnapshot(), buckets)
+	if err != nil || !ok {
+		t.Fatalf("end offsets of %s: %v %v", topic, ok, err)
+	}
+	waitForEnds(t, g, topic, want)
+	recs, _ := fidConsume(t, g.addr, topic)
+	r := keptReplay{state: map[string]string{}}
+	for p := range int32(buckets) {
+		for _, rec := range recs[p] {
+			var v struct {
+				Before map[string]any `json:"before"`
+				After  map[string]any `json:"after"`
+				Op     string         `json:"op"`
+			}
+			dec := json.NewDecoder(strings.NewReader(string(rec.Value)))
+			dec.UseNumber()
+			if err := dec.Decode(&v); err != nil {
+				t.Fatalf("%s/%d@%d: %v", topic, rec.Partition, rec.Offset, err)
+			}
+			r.records = append(r.records, fmt.Sprintf("%d/%d %s", rec.Partition, rec.Offset, rec.Value))
+			switch v.Op {
+			case "r", "c", "u":
+				r.state[lsmVal(v.After["id"])] = lsmRowOfMap(v.After)
+			case "d":
+				delete(r.state, lsmVal(v.Before["id"]))
+			default:
+				t.Fatalf("%s/%d@%d: op %q", topic, rec.Partition, rec.Offset, v.Op)
+			}
+			if v.Op == "r" {
+				r.prefix++
+			} else {
+				r.changes++
+			}
+		}
+	}
+	return r
+}
+
+// waitForEnds waits until the gateway's end offsets of topic are want.
+func waitForEnds(t *testing.T, g *gateway, topic string, want []int64) {
+	t.Helper()
+	adm := kadm.NewClient(mustClient(t, g.addr))
+	deadline := time.Now().Add(30 * time.Second)
+	var got []int64
+	for time.Now().Before(deadline) {
+		ends, err := adm.ListEndOffsets(context.Background(), topic)
+		if err == nil {
+			got = make([]int64, len(want))
+			ends.Each(func(o kadm.ListedOffset) {
+				if o.Topic == topic && o.Err == nil && int(o.Partition) < len(got) {
+					got[o.Partition] = o.Offset
+				}
+			})
+			if slices.Equal(got, want) {
+				return
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("%s: end offsets %v, the table's summaries say %v; gateway logs:\n%s", topic, got, want, fidTail(g.Logs(), 30))
+}

@@ -1,0 +1,410 @@
+package lsm
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apache/iceberg-go/catalog"
+	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+	"github.com/rs/zerolog"
+
+	"github.com/lakegw/lakegw/changelog"
+)
+
+// PropRetentionMs is how long the topic of an LSM table keeps its changes,
+// in milliseconds (Kafka's retention.ms), whatever the table's snapshot
+// retention: expired snapshots inside it stay in the changelog log.
+const PropRetentionMs = "lakegw.retention.ms"
+
+// DefaultRetention is Kafka's default retention.ms.
+const DefaultRetention = 7 * 24 * time.Hour
+
+// checkpointsPerRetention is how many checkpoints one retention period
+// holds: the log start moves in steps of a quarter of the retention, so a
+// topic keeps between 1 and 1.25 times retention.ms of changes (Kafka
+// likewise deletes whole segments only).
+const checkpointsPerRetention = 4
+
+// RetentionOf returns an LSM table's topic retention.
+func RetentionOf(props map[string]string) (time.Duration, error) {
+	v, ok := props[PropRetentionMs]
+	if !ok {
+		return DefaultRetention, nil
+	}
+	ms, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || ms <= 0 {
+		return 0, fmt.Errorf("table property %s=%q: want a positive number of milliseconds", PropRetentionMs, v)
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}
+
+// Retention keeps an LSM table's changes past snapshot expiry for the
+// topic's retention (see changelog.LSMLog). A maintenance pass calls
+// BeforeExpire, then AfterExpire on the expiring transaction, then
+// Committed once that transaction committed; orphan cleanup asks
+// KeepFiles. One Retention serves one pass of one table.
+type Retention struct {
+	cat catalog.Catalog
+	log zerolog.Logger
+	// pending are the files to delete once the expiry committed: the
+	// changelog of snapshots that left both the table and the log.
+	pending []string
+}
+
+// NewRetention returns the retention of one maintenance pass.
+func NewRetention(cat catalog.Catalog, log zerolog.Logger) *Retention {
+	return &Retention{cat: cat, log: log}
+}
+
+type checkpoint struct {
+	tag  string
+	snap *table.Snapshot
+}
+
+// checkpoints returns the checkpoint tags of a table, oldest snapshot first.
+func checkpoints(meta table.Metadata) []checkpoint {
+	var out []checkpoint
+	for name, ref := range meta.Refs() {
+		if ref.SnapshotRefType != table.TagRef || !changelog.IsLSMCheckpointTag(name) {
+			continue
+		}
+		if s := meta.SnapshotByID(ref.SnapshotID); s != nil {
+			out = append(out, checkpoint{tag: name, snap: s})
+		}
+	}
+	slices.SortFunc(out, func(a, b checkpoint) int { return cmp.Compare(a.snap.SequenceNumber, b.snap.SequenceNumber) })
+	return out
+}
+
+// BeforeExpire tags the head as a new checkpoint when the newest is a
+// quarter of the retention old (or there is none), and drops the oldest
+// checkpoint once the next one is older than the retention: the changes
+// between them are past retention.ms. It commits the tags on its own
+// (iceberg-go transactions cannot stage refs) and returns the table as
+// committed, on which the caller expires snapshots.
+func (r *Retention) BeforeExpire(ctx context.Context, tbl *table.Table, now time.Time) (*table.Table, error) {
+	if !changelog.IsLSMTable(tbl.Properties()) {
+		return tbl, nil
+	}
+	keep, err := RetentionOf(tbl.Properties())
+	if err != nil {
+		return nil, err
+	}
+	meta := tbl.Metadata()
+	head := meta.CurrentSnapshot()
+	if head == nil {
+		return tbl, nil
+	}
+	cps := checkpoints(meta)
+	var updates []table.Update
+	every := (keep / checkpointsPerRetention).Milliseconds()
+	if n := len(cps); n == 0 || cps[n-1].snap.SnapshotID != head.SnapshotID && head.TimestampMs-cps[n-1].snap.TimestampMs >= every {
+		name := changelog.LSMCheckpointTagPrefix + strconv.FormatInt(head.SnapshotID, 10)
+		updates = append(updates, table.NewSetSnapshotRefUpdate(name, head.SnapshotID, table.TagRef, 0, 0, 0))
+	}
+	cutoff := now.Add(-keep).UnixMilli()
+	for len(cps) >= 2 && cps[1].snap.TimestampMs <= cutoff {
+		updates = append(updates, table.NewRemoveSnapshotRefUpdate(cps[0].tag))
+		cps = cps[1:]
+	}
+	if len(updates) == 0 {
+		return tbl, nil
+	}
+	reqs := []table.Requirement{table.AssertTableUUID(meta.TableUUID())}
+	if _, _, err := r.cat.CommitTable(ctx, tbl.Identifier(), reqs, updates); err != nil {
+		return nil, fmt.Errorf("commit changelog checkpoints of %s: %w", lakeName(tbl), err)
+	}
+	r.log.Debug().Str("table", lakeName(tbl)).Int("ref_updates", len(updates)).Msg("changelog checkpoints moved")
+	fresh, err := r.cat.LoadTable(ctx, tbl.Identifier())
+	if err != nil {
+		return nil, fmt.Errorf("reload %s after its checkpoints: %w", lakeName(tbl), err)
+	}
+	return fresh, nil
+}
+
+// AfterExpire rewrites the changelog log in tx, which expires the snapshots
+// in expired: the log is the chain of snapshots from the oldest
+// checkpoint up to the main branch's oldest retained snapshot, drawn from
+// the old log, the expiring snapshots and the retained ones. The changelog
+// of every expiring or logged snapshot that leaves the chain is deleted
+// after the commit (Committed).
+func (r *Retention) AfterExpire(ctx context.Context, tbl *table.Table, tx *table.Transaction, expired []table.Snapshot) error {
+	props := tbl.Properties()
+	if !changelog.IsLSMTable(props) {
+		return nil
+	}
+	fsys, err := tbl.FS(ctx)
+	if err != nil {
+		return fmt.Errorf("file IO: %w", err)
+	}
+	old := &changelog.LSMLog{}
+	oldPath := props[changelog.PropLSMChangelogLog]
+	if oldPath != "" {
+		if old, err = changelog.ReadLSMLog(fsys, oldPath); err != nil {
+			return err
+		}
+	}
+	staged, err := tx.StagedTable()
+	if err != nil {
+		return fmt.Errorf("staged expiry of %s: %w", lakeName(tbl), err)
+	}
+	sp, err := parseSpec(tbl.Schema(), props)
+	if err != nil {
+		return err
+	}
+	next, err := chainLog(staged.Metadata(), props, sp.buckets, old, expired)
+	if err != nil {
+		return fmt.Errorf("changelog log of %s: %w", lakeName(tbl), err)
+	}
+	kept := map[int64]bool{}
+	for _, e := range next.Entries {
+		kept[e.SnapshotID] = true
+	}
+	var gone []string
+	for _, e := range old.Entries {
+		if !kept[e.SnapshotID] && staged.Metadata().SnapshotByID(e.SnapshotID) == nil && e.Manifest != "" {
+			gone = append(gone, e.Manifest)
+		}
+	}
+	for i := range expired {
+		s := &expired[i]
+		if !kept[s.SnapshotID] && s.Summary != nil && s.Summary.Properties[changelog.SummaryLSMManifest] != "" {
+			gone = append(gone, s.Summary.Properties[changelog.SummaryLSMManifest])
+		}
+	}
+	r.pending = nil
+	for _, m := range gone {
+		files, err := manifestFiles(fsys, m)
+		if err != nil {
+			return err
+		}
+		r.pending = append(r.pending, files...)
+	}
+	if slices.Equal(entryIDs(old.Entries), entryIDs(next.Entries)) {
+		return nil
+	}
+	wfs, ok := fsys.(icebergio.WriteFileIO)
+	if !ok {
+		return fmt.Errorf("file IO %T cannot write", fsys)
+	}
+	body, err := changelog.EncodeLSMLog(*next)
+	if err != nil {
+		return err
+	}
+	head := staged.Metadata().CurrentSnapshot()
+	seq := int64(0)
+	if head != nil {
+		seq = head.SequenceNumber
+	}
+	path := newLayout(tbl.Location()).changelogLog(seq)
+	if err := wfs.WriteFile(path, body); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tx.SetProperties(map[string]string{changelog.PropLSMChangelogLog: path}); err != nil {
+		return fmt.Errorf("name the changelog log of %s: %w", lakeName(tbl), err)
+	}
+	if oldPath != "" {
+		r.pending = append(r.pending, oldPath)
+	}
+	r.log.Debug().Str("table", lakeName(tbl)).Int("logged_snapshots", len(next.Entries)).Int("files_to_remove", len(r.pending)).
+		Msg("changelog log rewritten")
+	return nil
+}
+
+// chainLog is the log after an expiry: walking back from the parent of the
+// main branch's oldest retained snapshot through the snapshots known
+// (retained, expiring, logged) until the oldest checkpoint. A chain that
+// does not reach a checkpoint logs nothing: without the checkpoint's live
+// rows the logged changes could not rebuild the table.
+func chainLog(meta table.Metadata, props map[string]string, buckets int, old *changelog.LSMLog, expired []table.Snapshot) (*changelog.LSMLog, error) {
+	next := &changelog.LSMLog{Buckets: buckets}
+	cps := checkpoints(meta)
+	if len(cps) == 0 {
+		return next, nil
+	}
+	start := cps[0].snap.SnapshotID
+	hist, err := changelog.MainHistory(meta)
+	if err != nil || len(hist) == 0 {
+		return next, err
+	}
+	known := map[int64]*table.Snapshot{}
+	for i := range expired {
+		known[expired[i].SnapshotID] = &expired[i]
+	}
+	logged := map[int64]changelog.LSMLogEntry{}
+	for _, e := range old.Entries {
+		logged[e.SnapshotID] = e
+	}
+	first := meta.SnapshotByID(hist[0].SnapshotID)
+	var chain []changelog.LSMLogEntry
+	for cur := first.ParentSnapshotID; cur != nil && *cur != start; {
+		if len(chain) > len(logged)+len(known)+len(meta.Snapshots()) {
+			return nil, fmt.Errorf("snapshot %d: ancestry loops", *cur)
+		}
+		var e changelog.LSMLogEntry
+		if s := meta.SnapshotByID(*cur); s != nil {
+			if e, err = changelog.LogEntryOf(props, s, buckets); err != nil {
+				return nil, err
+			}
+		} else if s := known[*cur]; s != nil {
+			if e, err = changelog.LogEntryOf(props, s, buckets); err != nil {
+				return nil, err
+			}
+		} else if le, ok := logged[*cur]; ok {
+			e = le
+		} else {
+			return next, nil // the chain ends before the checkpoint
+		}
+		chain = append(chain, e)
+		if e.ParentID < 0 {
+			return next, nil
+		}
+		parent := e.ParentID
+		cur = &parent
+	}
+	if first.ParentSnapshotID == nil {
+		return next, nil
+	}
+	slices.Reverse(chain)
+	next.Entries = chain
+	return next, nil
+}
+
+func entryIDs(es []changelog.LSMLogEntry) []int64 {
+	out := make([]int64, len(es))
+	for i, e := range es {
+		out[i] = e.SnapshotID
+	}
+	return out
+}
+
+// manifestFiles returns a changelog manifest and the changelog files it
+// lists; a manifest already gone lists nothing.
+func manifestFiles(fsys icebergio.IO, path string) ([]string, error) {
+	f, err := fsys.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open changelog manifest %s: %w", path, err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return nil, fmt.Errorf("read changelog manifest %s: %w", path, err)
+	}
+	m, err := changelog.DecodeLSMManifest(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	out := []string{path}
+	for _, lf := range m.Files {
+		out = append(out, lf.Path)
+	}
+	return out, nil
+}
+
+// Committed deletes the changelog files that left the topic with the
+// committed expiry. A file that cannot be deleted is logged and left to
+// orphan cleanup: the commit already happened.
+func (r *Retention) Committed(ctx context.Context, committed *table.Table) error {
+	if len(r.pending) == 0 {
+		return nil
+	}
+	fsys, err := committed.FS(ctx)
+	if err != nil {
+		return fmt.Errorf("file IO: %w", err)
+	}
+	removed := 0
+	for _, p := range r.pending {
+		if err := fsys.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			r.log.Warn().Err(err).Str("file", p).Msg("cannot remove an expired changelog file; orphan cleanup will")
+			continue
+		}
+		removed++
+	}
+	r.log.Debug().Str("table", lakeName(committed)).Int("removed", removed).Msg("expired changelog files removed")
+	r.pending = nil
+	return nil
+}
+
+// changelogSeqRE finds the sequence number in the name of a changelog
+// file, a changelog manifest or a changelog log (layout.go).
+var changelogSeqRE = regexp.MustCompile(`/(?:changelog/bucket-\d+/|metadata/lsm-changelog-(?:log-)?)(\d{12})-[^/]+$`)
+
+// KeepFiles lists the files outside Iceberg's metadata that orphan cleanup
+// must keep: every changelog file, manifest and log of a sequence number
+// after the oldest checkpoint (or every one, when the table has none yet).
+// The log start's own and older ones are past retention; Committed deletes
+// them, orphan cleanup catches what a crash left.
+func (r *Retention) KeepFiles(ctx context.Context, tbl *table.Table) (map[string]bool, error) {
+	keep := map[string]bool{}
+	if !changelog.IsLSMTable(tbl.Properties()) {
+		return keep, nil
+	}
+	after := int64(-1)
+	if cps := checkpoints(tbl.Metadata()); len(cps) > 0 {
+		after = cps[0].snap.SequenceNumber
+	}
+	fsys, err := tbl.FS(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("file IO: %w", err)
+	}
+	loc := strings.TrimSuffix(tbl.Location(), "/")
+	for _, dir := range []string{loc + "/changelog", loc + "/metadata"} {
+		if err := walkFiles(fsys, dir, func(path string) {
+			m := changelogSeqRE.FindStringSubmatch(path)
+			if m == nil {
+				return
+			}
+			seq, _ := strconv.ParseInt(m[1], 10, 64)
+			if seq > after {
+				keep[path] = true
+				// Listings may drop the location's scheme; keep
+				// the path as the table's metadata would name it too.
+				if scheme, _, ok := strings.Cut(loc, "://"); ok && !strings.Contains(path, "://") {
+					keep[scheme+"://"+path] = true
+				}
+			}
+		}); err != nil {
+			return nil, err
+		}
+	}
+	if p := tbl.Properties()[changelog.PropLSMChangelogLog]; p != "" {
+		keep[p] = true
+	}
+	return keep, nil
+}
+
+// walkFiles calls fn with every file below dir; a missing dir has none.
+func walkFiles(fsys icebergio.IO, dir string, fn func(path string)) error {
+	lio, ok := fsys.(icebergio.ListableIO)
+	if !ok {
+		return fmt.Errorf("file IO %T cannot list %s", fsys, dir)
+	}
+	err := lio.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			fn(path)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("list %s: %w", dir, err)
+	}
+	return nil
+}
+
+func lakeName(tbl *table.Table) string { return strings.Join(tbl.Identifier(), ".") }
