@@ -33,13 +33,9 @@ func deriveLSM(ctx context.Context, tbl *table.Table, manifestPath string, c *Ch
 	if err != nil {
 		return fmt.Errorf("file IO: %w", err)
 	}
-	data, err := readWhole(fs, manifestPath)
+	m, err := ReadLSMManifest(fs, manifestPath)
 	if err != nil {
-		return fmt.Errorf("changelog manifest: %w", err)
-	}
-	m, err := DecodeLSMManifest(data)
-	if err != nil {
-		return fmt.Errorf("%s: %w", manifestPath, err)
+		return err
 	}
 	if int32(m.Buckets) != c.Partitions {
 		return fmt.Errorf("table has %d buckets, its topic %d partitions (table property lakegw.partitions)", m.Buckets, c.Partitions)
@@ -56,6 +52,19 @@ func deriveLSM(ctx context.Context, tbl *table.Table, manifestPath string, c *Ch
 		}
 	}
 	return nil
+}
+
+// ReadLSMManifest reads and checks the changelog manifest at path.
+func ReadLSMManifest(fs icebergio.IO, path string) (LSMManifest, error) {
+	data, err := readWhole(fs, path)
+	if err != nil {
+		return LSMManifest{}, fmt.Errorf("changelog manifest: %w", err)
+	}
+	m, err := DecodeLSMManifest(data)
+	if err != nil {
+		return m, fmt.Errorf("%s: %w", path, err)
+	}
+	return m, nil
 }
 
 func readWhole(fs icebergio.IO, path string) ([]byte, error) {

@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os/exec"
+	"strings"
 	"testing"
 
 	"github.com/apache/iceberg-go/catalog"
@@ -75,6 +77,15 @@ func TestAdminAPIs(t *testing.T) {
 	commit.AddOffset(topic, 0, 10, -1)
 	if _, err := adm.CommitOffsets(ctx, "admin-group", commit); err != nil {
 		t.Fatal(err)
+	}
+	// The committed offset pins the snapshot holding it (the second:
+	// offsets 5-2504).
+	snap := w.Snaps[1].SnapshotID
+	if got, want := topicConfigs(t, adm, topic)["lakegw.pinned-by"], fmt.Sprintf("group admin-group partition 0 at offset 10 (snapshot %d, committed ", snap); !strings.HasPrefix(got, want) {
+		t.Fatalf("lakegw.pinned-by = %q, want it to start with %q", got, want)
+	}
+	if got := topicConfigs(t, adm, "e2e.aged")["lakegw.pinned-by"]; got != "none" {
+		t.Fatalf("lakegw.pinned-by of an unread topic = %q, want none", got)
 	}
 	groups, err := adm.ListGroups(ctx)
 	if err != nil {

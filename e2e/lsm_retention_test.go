@@ -141,7 +141,7 @@ func TestLSMTopicKeepsRetentionPastSnapshotExpiry(t *testing.T) {
 
 	// Past retention the log start moves to the next checkpoint, and the
 	// changelog files before it go.
-	setProps(t, cat, ident, map[string]string{lsm.PropRetentionMs: "1"})
+	setProps(t, cat, ident, map[string]string{changelog.PropRetentionMs: "1"})
 	expireLSM(t, cat, ident, 3) // a new checkpoint at the head
 	commit(4)
 	time.Sleep(5 * time.Millisecond)

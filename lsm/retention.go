@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"regexp"
 	"slices"
@@ -13,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
@@ -21,31 +21,20 @@ import (
 	"github.com/lakegw/lakegw/changelog"
 )
 
-// PropRetentionMs is how long the topic of an LSM table keeps its changes,
-// in milliseconds (Kafka's retention.ms), whatever the table's snapshot
-// retention: expired snapshots inside it stay in the changelog log.
-const PropRetentionMs = "lakegw.retention.ms"
-
-// DefaultRetention is Kafka's default retention.ms.
-const DefaultRetention = 7 * 24 * time.Hour
-
 // checkpointsPerRetention is how many checkpoints one retention period
 // holds: the log start moves in steps of a quarter of the retention, so a
 // topic keeps between 1 and 1.25 times retention.ms of changes (Kafka
 // likewise deletes whole segments only).
 const checkpointsPerRetention = 4
 
-// RetentionOf returns an LSM table's topic retention.
-func RetentionOf(props map[string]string) (time.Duration, error) {
-	v, ok := props[PropRetentionMs]
-	if !ok {
-		return DefaultRetention, nil
+// retentionOf returns an LSM table's topic retention (lakegw.retention.ms,
+// Kafka's 7 days by default); ok is false for -1, unbounded.
+func retentionOf(props iceberg.Properties) (d time.Duration, ok bool, err error) {
+	r, err := changelog.ParseRetention(props, changelog.DefaultRetention())
+	if err != nil || r.Ms < 0 {
+		return 0, false, err
 	}
-	ms, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || ms <= 0 {
-		return 0, fmt.Errorf("table property %s=%q: want a positive number of milliseconds", PropRetentionMs, v)
-	}
-	return time.Duration(ms) * time.Millisecond, nil
+	return time.Duration(r.Ms) * time.Millisecond, true, nil
 }
 
 // Retention keeps an LSM table's changes past snapshot expiry for the
@@ -96,9 +85,12 @@ func (r *Retention) BeforeExpire(ctx context.Context, tbl *table.Table, now time
 	if !changelog.IsLSMTable(tbl.Properties()) {
 		return tbl, nil
 	}
-	keep, err := RetentionOf(tbl.Properties())
+	keep, bounded, err := retentionOf(tbl.Properties())
 	if err != nil {
 		return nil, err
+	}
+	if !bounded {
+		keep = changelog.DefaultRetention().MsDuration() * checkpointsPerRetention
 	}
 	meta := tbl.Metadata()
 	head := meta.CurrentSnapshot()
@@ -113,7 +105,7 @@ func (r *Retention) BeforeExpire(ctx context.Context, tbl *table.Table, now time
 		updates = append(updates, table.NewSetSnapshotRefUpdate(name, head.SnapshotID, table.TagRef, 0, 0, 0))
 	}
 	cutoff := now.Add(-keep).UnixMilli()
-	for len(cps) >= 2 && cps[1].snap.TimestampMs <= cutoff {
+	for bounded && len(cps) >= 2 && cps[1].snap.TimestampMs <= cutoff {
 		updates = append(updates, table.NewRemoveSnapshotRefUpdate(cps[0].tag))
 		cps = cps[1:]
 	}
@@ -291,21 +283,12 @@ func entryIDs(es []changelog.LSMLogEntry) []int64 {
 // manifestFiles returns a changelog manifest and the changelog files it
 // lists; a manifest already gone lists nothing.
 func manifestFiles(fsys icebergio.IO, path string) ([]string, error) {
-	f, err := fsys.Open(path)
+	m, err := changelog.ReadLSMManifest(fsys, path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("open changelog manifest %s: %w", path, err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(f)
-	if err != nil {
-		return nil, fmt.Errorf("read changelog manifest %s: %w", path, err)
-	}
-	m, err := changelog.DecodeLSMManifest(data)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, err
 	}
 	out := []string{path}
 	for _, lf := range m.Files {

@@ -1,6 +1,7 @@
 package topics
 
 import (
+	"cmp"
 	"fmt"
 	"strconv"
 	"strings"
@@ -43,25 +44,13 @@ const (
 	PropPartitions  = "lakegw.partitions"
 	PropCompression = "lakegw.compression"
 	PropKeyColumns  = "lakegw.key-columns"
-
-	PropRetentionMs    = "lakegw.retention.ms"
-	PropRetentionBytes = "lakegw.retention.bytes"
-	PropMaxPinMs       = "lakegw.consumer.max-pin"
-)
-
-// Retention defaults: Kafka's retention.ms (7 days) and retention.bytes
-// (unbounded), and a consumer may pin at most a day more.
-const (
-	DefaultRetentionMs    = int64(7 * 24 * time.Hour / time.Millisecond)
-	DefaultRetentionBytes = int64(-1)
-	DefaultMaxPinMs       = int64(24 * time.Hour / time.Millisecond)
 )
 
 // DefaultTopicConfig is used where neither the table nor the operator says
 // otherwise.
 func DefaultTopicConfig() TopicConfig {
 	return TopicConfig{Format: "debezium-json", Partitions: 1, Compression: "none",
-		RetentionMs: DefaultRetentionMs, RetentionBytes: DefaultRetentionBytes, MaxPinMs: DefaultMaxPinMs}
+		RetentionMs: changelog.DefaultRetentionMs, RetentionBytes: changelog.DefaultRetentionBytes, MaxPinMs: changelog.DefaultMaxPinMs}
 }
 
 // Compressions lists the accepted compression names.
@@ -88,30 +77,13 @@ func (c TopicConfig) withTableProps(props iceberg.Properties) (TopicConfig, erro
 	// Operator defaults carry no retention (there are no flags for it): a
 	// zero means Kafka's default, and zero is no sensible value for any of
 	// the three.
-	if c.RetentionMs == 0 {
-		c.RetentionMs = DefaultRetentionMs
+	def := changelog.DefaultRetention()
+	ret, err := changelog.ParseRetention(props, changelog.Retention{Ms: cmp.Or(c.RetentionMs, def.Ms),
+		Bytes: cmp.Or(c.RetentionBytes, def.Bytes), MaxPinMs: cmp.Or(c.MaxPinMs, def.MaxPinMs)})
+	if err != nil {
+		return c, err
 	}
-	if c.RetentionBytes == 0 {
-		c.RetentionBytes = DefaultRetentionBytes
-	}
-	if c.MaxPinMs == 0 {
-		c.MaxPinMs = DefaultMaxPinMs
-	}
-	for _, p := range []struct {
-		name string
-		dst  *int64
-		min  int64
-	}{{PropRetentionMs, &c.RetentionMs, -1}, {PropRetentionBytes, &c.RetentionBytes, -1}, {PropMaxPinMs, &c.MaxPinMs, 0}} {
-		v, ok := props[p.name]
-		if !ok {
-			continue
-		}
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < p.min {
-			return c, fmt.Errorf("table property %s=%q: want an integer >= %d", p.name, v, p.min)
-		}
-		*p.dst = n
-	}
+	c.RetentionMs, c.RetentionBytes, c.MaxPinMs = ret.Ms, ret.Bytes, ret.MaxPinMs
 	return c, c.validate()
 }
 

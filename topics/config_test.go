@@ -20,7 +20,7 @@ func TestTopicConfigRetentionProperties(t *testing.T) {
 		t.Fatalf("defaults: %+v", c)
 	}
 	c, err = DefaultTopicConfig().withTableProps(iceberg.Properties{
-		PropRetentionMs: "3600000", PropRetentionBytes: "1073741824", PropMaxPinMs: "0",
+		changelog.PropRetentionMs: "3600000", changelog.PropRetentionBytes: "1073741824", changelog.PropMaxPinMs: "0",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -29,7 +29,7 @@ func TestTopicConfigRetentionProperties(t *testing.T) {
 		t.Fatalf("from properties: %+v", c)
 	}
 	for _, bad := range []iceberg.Properties{
-		{PropRetentionMs: "7d"}, {PropRetentionBytes: "-2"}, {PropMaxPinMs: "-1"},
+		{changelog.PropRetentionMs: "7d"}, {changelog.PropRetentionBytes: "-2"}, {changelog.PropMaxPinMs: "-1"},
 	} {
 		if _, err := DefaultTopicConfig().withTableProps(bad); err == nil {
 			t.Fatalf("%v accepted", bad)

@@ -78,6 +78,7 @@ func cmdServe(ctx context.Context, args []string, demo bool) error {
 	demoEvery := fs.Duration("demo-interval", time.Second, "quickstart only: how often the demo table commits")
 	compactEvery := fs.Duration("compact-interval", 30*time.Second, "how often served lakegw LSM tables are compacted in the background (0: never)")
 	debugListen := fs.String("debug-listen", "", "host:port serving Go profiles at /debug/pprof/ (default: off)")
+	offsetsRetention := addOffsetsRetentionFlag(fs)
 	if err := parseConfig(fs, args); err != nil {
 		return err
 	}
@@ -134,12 +135,14 @@ func cmdServe(ctx context.Context, args []string, demo bool) error {
 			t, ok := reg.Topic(topic)
 			return ok && p >= 0 && p < t.Index.Partitions()
 		},
+		OffsetsRetention: *offsetsRetention,
 	})
 	if err := coord.Open(ctx); err != nil {
 		return err
 	}
 	defer coord.Close()
-	srv := protocol.NewServer(protocol.Config{Listen: *listen, Advertised: *advertised, MaxRequestBytes: int32(*maxRequest)},
+	srv := protocol.NewServer(protocol.Config{Listen: *listen, Advertised: *advertised, MaxRequestBytes: int32(*maxRequest),
+		Pins: consumerPinReport(reg, coord)},
 		reg, reader, coord, log.With().Str("component", "kafka").Logger())
 	if err := srv.Listen(); err != nil {
 		return err

@@ -1,0 +1,65 @@
+package changelog
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/apache/iceberg-go"
+)
+
+// A topic's retention, as Kafka users set it, in table properties so every
+// gateway and every maintenance pass of the table agree. The topics watcher
+// reports it (DescribeConfigs) and lakegw LSM tables' maintenance keeps
+// their changelog for it (lsm.Retention); other tables' own snapshot
+// retention bounds their log.
+const (
+	PropRetentionMs    = "lakegw.retention.ms"
+	PropRetentionBytes = "lakegw.retention.bytes"
+	PropMaxPinMs       = "lakegw.consumer.max-pin"
+)
+
+// Retention defaults: Kafka's retention.ms (7 days) and retention.bytes
+// (unbounded), and a consumer may pin at most a day more.
+const (
+	DefaultRetentionMs    = int64(7 * 24 * time.Hour / time.Millisecond)
+	DefaultRetentionBytes = int64(-1)
+	DefaultMaxPinMs       = int64(24 * time.Hour / time.Millisecond)
+)
+
+// Retention is what a table's retention properties say.
+type Retention struct {
+	// Ms and Bytes are retention.ms and retention.bytes (-1: unbounded).
+	Ms, Bytes int64
+	// MaxPinMs bounds how far back committed group offsets hold history.
+	MaxPinMs int64
+}
+
+// DefaultRetention is the retention of a table that sets none.
+func DefaultRetention() Retention {
+	return Retention{Ms: DefaultRetentionMs, Bytes: DefaultRetentionBytes, MaxPinMs: DefaultMaxPinMs}
+}
+
+// ParseRetention overlays the table's retention properties on r; a value
+// that is not a whole number in range is an error naming the property.
+func ParseRetention(props iceberg.Properties, r Retention) (Retention, error) {
+	for _, p := range []struct {
+		name string
+		dst  *int64
+		min  int64
+	}{{PropRetentionMs, &r.Ms, -1}, {PropRetentionBytes, &r.Bytes, -1}, {PropMaxPinMs, &r.MaxPinMs, 0}} {
+		v, ok := props[p.name]
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < p.min || n == 0 && p.name != PropMaxPinMs {
+			return r, fmt.Errorf("table property %s=%q: want an integer >= %d, not 0", p.name, v, p.min)
+		}
+		*p.dst = n
+	}
+	return r, nil
+}
+
+// MsDuration is retention.ms as a duration.
+func (r Retention) MsDuration() time.Duration { return time.Duration(r.Ms) * time.Millisecond }
