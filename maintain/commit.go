@@ -1,0 +1,61 @@
+package maintain
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/apache/iceberg-go/table"
+)
+
+// stageFunc stages one step of the pass on a transaction of tbl. It
+// returns false when the step has nothing to do on this table state.
+type stageFunc func(ctx context.Context, tbl *table.Table, tx *table.Transaction) (bool, error)
+
+// commitStep loads the table, stages a step on it and commits it. Another
+// writer committing in between (the demo commits every second, the LSM
+// writer and compactor too) makes iceberg-go's SQL catalog refuse the
+// commit without retrying it; the step is then staged again on the new
+// table state, a bounded number of times. It returns the table the step
+// was staged on and the committed table (nil when nothing was committed:
+// nothing to do, or a dry run).
+func (p *pass) commitStep(ctx context.Context, what string, stage stageFunc) (base, committed *table.Table, err error) {
+	var lastErr error
+	for attempt := 1; attempt <= p.opts.CommitAttempts; attempt++ {
+		base, err = p.cat.LoadTable(ctx, p.ident)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: load %s: %w", what, p.name, err)
+		}
+		tx := base.NewTransaction()
+		ok, err := stage(ctx, base, tx)
+		if err != nil {
+			return base, nil, fmt.Errorf("%s of %s: %w", what, p.name, err)
+		}
+		if !ok || p.opts.DryRun {
+			return base, nil, nil
+		}
+		committed, err = tx.Commit(ctx)
+		if err == nil {
+			return base, committed, nil
+		}
+		if !isConflict(err) {
+			return base, nil, fmt.Errorf("%s of %s: commit: %w", what, p.name, err)
+		}
+		lastErr = err
+		p.log.Debug().Err(err).Str("step", what).Int("attempt", attempt).Msg("maintenance commit conflicted; reloading")
+	}
+	return base, nil, fmt.Errorf("%s of %s: gave up after %d conflicting commits: %w", what, p.name, p.opts.CommitAttempts, lastErr)
+}
+
+// isConflict reports whether a commit failed because the table moved and
+// nothing of it was applied. The SQL catalog reports a stale branch as a
+// plain requirement error ("requirement failed: branch main has changed"),
+// not wrapped in table.ErrCommitFailed, so the text is matched too.
+func isConflict(err error) bool {
+	if errors.Is(err, table.ErrCommitFailed) {
+		return true
+	}
+	msg := strings.ToLower(err.Error())
+	return strings.Contains(msg, "requirement failed") && strings.Contains(msg, "has changed")
+}
