@@ -2,12 +2,14 @@ package maintain_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 	"github.com/rs/zerolog"
 
+	"github.com/lakegw/lakegw/changelog"
 	"github.com/lakegw/lakegw/maintain"
 	"github.com/lakegw/lakegw/quickstart"
 )
@@ -75,12 +77,13 @@ func TestDemoStaysBounded(t *testing.T) {
 		if rep.Manifests.After < rep.Manifests.Before {
 			merges++
 		}
-		if rep.Compaction.SnapshotID != 0 {
-			// A replace snapshot holds the rows of its parent.
-			expected[rep.Compaction.SnapshotID] = d.Expected()
-		}
-		if rep.Manifests.SnapshotID != 0 {
-			expected[rep.Manifests.SnapshotID] = d.Expected()
+		for _, id := range []int64{rep.Compaction.SnapshotID, rep.Manifests.SnapshotID} {
+			if id != 0 {
+				// A replace snapshot holds the rows of its parent and
+				// gives a topic no record.
+				expected[id] = d.Expected()
+				requireNoChanges(t, loadTable(t, cat, ident), id)
+			}
 		}
 		checkRetained(t, cat, d, ident, expected)
 		live, err := d.LiveRows(ctx)
@@ -109,6 +112,82 @@ func TestDemoStaysBounded(t *testing.T) {
 	first, last := peak[1], peak[len(peak)-1]
 	if last.files > first.files*3/2+10 || last.maxJSONBytes > first.maxJSONBytes*3/2 || last.dataFiles > first.dataFiles*3/2+10 {
 		t.Errorf("table grows with commits: after %d commits %+v, after %d commits %+v", 2*every, first, commits, last)
+	}
+}
+
+// requireNoChanges derives the changes of a snapshot as the gateway does
+// and fails if there are any.
+func requireNoChanges(t *testing.T, tbl *table.Table, id int64) {
+	t.Helper()
+	hist, err := changelog.MainHistory(tbl.Metadata())
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(hist, func(r changelog.SnapshotRef) bool { return r.SnapshotID == id })
+	if i < 0 {
+		t.Fatalf("snapshot %d not in the main history", id)
+	}
+	if op := hist[i].Operation; op != string(table.OpReplace) {
+		t.Errorf("maintenance snapshot %d has operation %q, want replace", id, op)
+	}
+	c, err := changelog.Derive(context.Background(), tbl, hist[i], changelog.Options{Partitions: 1})
+	if err != nil {
+		t.Fatalf("derive snapshot %d: %v", id, err)
+	}
+	defer c.Release()
+	if len(c.Records) != 0 {
+		t.Errorf("maintenance snapshot %d yields %d change records, want none", id, len(c.Records))
+	}
+}
+
+// TestCapsMetadataOfExistingTable runs a pass on a table created without
+// the metadata cap: the pass sets it, and the metadata files beyond it go.
+func TestCapsMetadataOfExistingTable(t *testing.T) {
+	ctx := context.Background()
+	cat, _ := openCatalog(t)
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	d := quickstart.NewDemo(cat, log, quickstart.DemoOptions{Seed: 9})
+	if _, err := d.Ensure(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ident := quickstart.DefaultTable()
+	tx := loadTable(t, cat, ident).NewTransaction()
+	if err := tx.RemoveProperties([]string{table.MetadataDeleteAfterCommitEnabledKey, table.MetadataPreviousVersionsMaxKey}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for range 30 {
+		if _, err := d.Step(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := localDir(loadTable(t, cat, ident).Location())
+	if n := statDir(t, dir).metadataJSON; n < 30 {
+		t.Fatalf("%d metadata files before the pass, want the uncapped 30+", n)
+	}
+	rep, err := maintain.Run(ctx, cat, ident, maintain.Options{Log: log, CompactDataFiles: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.PropertiesSet) != 2 {
+		t.Errorf("properties set: %v, want the two of the cap", rep.PropertiesSet)
+	}
+	if n := statDir(t, dir).metadataJSON; n > maintain.DefaultPreviousVersionsMax+1 {
+		t.Errorf("%d metadata files after the pass, want at most %d", n, maintain.DefaultPreviousVersionsMax+1)
+	}
+	for range 5 {
+		if _, err := d.Step(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := statDir(t, dir).metadataJSON; n > maintain.DefaultPreviousVersionsMax+1 {
+		t.Errorf("%d metadata files after more commits, want at most %d", n, maintain.DefaultPreviousVersionsMax+1)
+	}
+	// A second pass finds the cap set and sets nothing.
+	if rep, err = maintain.Run(ctx, cat, ident, maintain.Options{Log: log}); err != nil || len(rep.PropertiesSet) != 0 {
+		t.Fatalf("second pass: set %v, err %v", rep.PropertiesSet, err)
 	}
 }
 

@@ -11,9 +11,9 @@ import (
 )
 
 // pinSlack covers the time between the pass reading the clock and
-// iceberg-go's ExpireSnapshots reading its own: a pinned snapshot must not
-// fall out in between.
-const pinSlack = time.Minute
+// iceberg-go's ExpireSnapshots reading its own (microseconds apart in one
+// stage call): a pinned snapshot must not fall out in between.
+const pinSlack = time.Second
 
 // expire expires snapshots by age and count (the table's
 // history.expire.* properties, lakegw's defaults otherwise), holding what
