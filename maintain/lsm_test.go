@@ -2,7 +2,6 @@ package maintain_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,7 +11,6 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 	"github.com/rs/zerolog"
@@ -69,25 +67,18 @@ func writeLSM(t *testing.T, tb *lsm.Table, commits int) {
 	}
 }
 
-func createLSM(t *testing.T, cat catalog.Catalog, ident table.Identifier, schema *iceberg.Schema, co lsm.CreateOptions, opts lsm.Options) (*lsm.Table, error) {
+// newLSM creates a lakegw LSM table shop.<name> (schema id, name, qty,
+// price) in a fresh catalog, with the aggressive expiry properties.
+func newLSM(t *testing.T, name string, buckets int) (catalog.Catalog, table.Identifier, *lsm.Table, zerolog.Logger) {
 	t.Helper()
-	ns := catalog.NamespaceFromIdent(ident)
-	if err := cat.CreateNamespace(context.Background(), ns, nil); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
-		t.Fatal(err)
-	}
-	return lsm.Create(context.Background(), cat, ident, schema, co, opts)
-}
-
-// TestLSMTableKeepsChangelogFiles expires most of an LSM table's history
-// and removes its orphans: the changelog files, which no Iceberg metadata
-// references, all stay (no Retention hook: the safe default), and the
-// table reads the same.
-func TestLSMTableKeepsChangelogFiles(t *testing.T) {
 	ctx := context.Background()
 	cat, _ := openCatalog(t)
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
-	ident := table.Identifier{"shop", "carts"}
-	tb, err := createLSM(t, cat, ident, lsmmodel.Schema, lsm.CreateOptions{PrimaryKey: []string{"id"}, Buckets: 2}, lsm.Options{Log: log})
+	ident := table.Identifier{"shop", name}
+	if err := cat.CreateNamespace(ctx, catalog.NamespaceFromIdent(ident), nil); err != nil {
+		t.Fatal(err)
+	}
+	tb, err := lsm.Create(ctx, cat, ident, lsmmodel.Schema, lsm.CreateOptions{PrimaryKey: []string{"id"}, Buckets: buckets}, lsm.Options{Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,6 +89,17 @@ func TestLSMTableKeepsChangelogFiles(t *testing.T) {
 		}
 	}
 	setProps(t, cat, ident, aggressive)
+	return cat, ident, tb, log
+}
+
+// TestLSMTableKeepsChangelogFiles expires most of an LSM table's history
+// and removes its orphans: the changelog files, which no Iceberg metadata
+// references, all stay (no Retention hook: the safe default), and the
+// table reads the same.
+func TestLSMTableKeepsChangelogFiles(t *testing.T) {
+	ctx := context.Background()
+	cat, ident, tb, log := newLSM(t, "carts", 2)
+	tbl := loadTable(t, cat, ident)
 	writeLSM(t, tb, 30)
 	dir := localDir(tbl.Location())
 	ageAll(t, dir, time.Now().Add(-48*time.Hour))
@@ -165,14 +167,7 @@ func (r *recordingRetention) Committed(context.Context, *table.Table) error {
 // that, with a hook, orphan cleanup keeps exactly the files it lists.
 func TestRetentionHookDecides(t *testing.T) {
 	ctx := context.Background()
-	cat, _ := openCatalog(t)
-	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
-	ident := table.Identifier{"shop", "hooked"}
-	tb, err := createLSM(t, cat, ident, lsmmodel.Schema, lsm.CreateOptions{PrimaryKey: []string{"id"}, Buckets: 1}, lsm.Options{Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	setProps(t, cat, ident, aggressive)
+	cat, ident, tb, log := newLSM(t, "hooked", 1)
 	writeLSM(t, tb, 20)
 	before := loadTable(t, cat, ident)
 	dir := localDir(before.Location())
@@ -210,14 +205,7 @@ func TestRetentionHookDecides(t *testing.T) {
 // needs, and that lakegw.consumer.max-pin bounds it.
 func TestPinsHoldSnapshots(t *testing.T) {
 	ctx := context.Background()
-	cat, _ := openCatalog(t)
-	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
-	ident := table.Identifier{"shop", "pinned"}
-	tb, err := createLSM(t, cat, ident, lsmmodel.Schema, lsm.CreateOptions{PrimaryKey: []string{"id"}, Buckets: 1}, lsm.Options{Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	setProps(t, cat, ident, aggressive)
+	cat, ident, tb, log := newLSM(t, "pinned", 1)
 	writeLSM(t, tb, 10)
 	// Past the pin's one-second slack, so the older commits can expire.
 	time.Sleep(1500 * time.Millisecond)
