@@ -45,8 +45,13 @@ func (p *pass) commitStep(ctx context.Context, what string, stage stageFunc) (ba
 		lastErr = err
 		p.log.Debug().Err(err).Str("step", what).Int("attempt", attempt).Msg("maintenance commit conflicted; reloading")
 	}
-	return base, nil, fmt.Errorf("%s of %s: gave up after %d conflicting commits: %w", what, p.name, p.opts.CommitAttempts, lastErr)
+	return base, nil, fmt.Errorf("%s of %s: %w after %d conflicting commits: %w", what, p.name, errStarved, p.opts.CommitAttempts, lastErr)
 }
+
+// errStarved means other writers committed before every attempt of a step.
+// The slow steps (compaction) report it and let the pass go on: the next
+// pass tries again, and expiry must not wait for a quiet table.
+var errStarved = errors.New("gave up")
 
 // isConflict reports whether a commit failed because the table moved and
 // nothing of it was applied. The SQL catalog reports a stale branch as a

@@ -2,7 +2,10 @@ package maintain
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
@@ -11,7 +14,7 @@ import (
 )
 
 // SummaryMaintenance is the snapshot summary key naming the maintenance
-// step that committed a snapshot ("compaction", "manifests").
+// step that committed a snapshot ("compaction").
 const SummaryMaintenance = "lakegw.maintenance"
 
 // compact rewrites the live rows of a merge-on-read table into few data
@@ -23,63 +26,171 @@ const SummaryMaintenance = "lakegw.maintenance"
 // follow the LSM layout), and a partitioned table is left alone: the demo
 // and the tables lakegw writes are unpartitioned, and one group per
 // partition is work for when a partitioned writer exists.
+//
+// Compaction is the one slow step, so it is the one a busy writer races.
+// The rewritten files are kept across attempts while their inputs (each
+// rewritten data file and the delete files applying to it) are unchanged:
+// an append-only writer's commits then cost a cheap re-commit, not a new
+// rewrite. A writer deleting rows in those files forces a new rewrite;
+// when every attempt loses, the step is skipped until the next pass
+// (Options.Exclusive avoids that for a writer in the same process).
 func (p *pass) compact(ctx context.Context, rep *CompactionReport) error {
 	if p.opts.CompactDataFiles < 0 {
 		rep.Skipped = "turned off"
 		return nil
 	}
-	_, committed, err := p.commitStep(ctx, "compaction", func(ctx context.Context, tbl *table.Table, tx *table.Transaction) (bool, error) {
-		*rep = CompactionReport{}
-		switch {
-		case changelog.IsLSMTable(tbl.Properties()):
-			rep.Skipped = "lakegw LSM table: lsm compacts it"
-			return false, nil
-		case tbl.CurrentSnapshot() == nil:
-			rep.Skipped = "no snapshot"
-			return false, nil
-		case !tbl.Spec().IsUnpartitioned():
-			rep.Skipped = "partitioned table"
-			return false, nil
+	c := &compaction{pass: p, rep: rep}
+	var err error
+	if p.opts.Exclusive != nil && !p.opts.DryRun {
+		err = p.opts.Exclusive(ctx, c.run)
+	} else {
+		err = c.run(ctx)
+	}
+	// Files of a rewrite that was never committed are garbage now, not
+	// orphans to wait a day for.
+	if _, rerr := removeAll(ctx, c.tbl, c.uncommitted()); rerr != nil {
+		p.log.Warn().Err(rerr).Msg("could not remove the files of an uncommitted compaction; orphan cleanup will")
+	}
+	if errors.Is(err, errStarved) {
+		p.log.Info().Err(err).Msg("compaction lost every race with the table's writers; next pass")
+		rep.Skipped = fmt.Sprintf("writers committed during each of %d attempts", p.opts.CommitAttempts)
+		return nil
+	}
+	return err
+}
+
+// compaction is one compaction step: the rewrite it holds and whether it
+// was committed.
+type compaction struct {
+	*pass
+	rep       *CompactionReport
+	tbl       *table.Table
+	result    *table.CompactionGroupResult
+	inputs    string // inputsKey of result's inputs
+	committed bool
+}
+
+func (c *compaction) run(ctx context.Context) error {
+	var lastErr error
+	for attempt := 1; attempt <= c.opts.CommitAttempts; attempt++ {
+		done, err := c.attempt(ctx)
+		if done || err == nil {
+			return err
 		}
-		tasks, err := tbl.Scan().PlanFiles(ctx)
-		if err != nil {
-			return false, fmt.Errorf("plan files: %w", err)
+		if !isConflict(err) {
+			return fmt.Errorf("compaction of %s: %w", c.name, err)
 		}
-		var size int64
-		rep.DataFilesBefore, rep.DeleteFilesBefore, size = countFiles(tasks)
-		if rep.DataFilesBefore <= p.opts.CompactDataFiles && rep.DeleteFilesBefore <= p.opts.CompactDeleteFiles {
-			rep.Skipped = fmt.Sprintf("%d data and %d delete files, thresholds %d and %d",
-				rep.DataFilesBefore, rep.DeleteFilesBefore, p.opts.CompactDataFiles, p.opts.CompactDeleteFiles)
-			return false, nil
-		}
-		if p.opts.DryRun {
-			rep.DataFilesRewritten = rep.DataFilesBefore
-			rep.DeleteFilesRemoved = rep.DeleteFilesBefore
-			return true, nil
-		}
-		group := table.CompactionTaskGroup{Tasks: tasks, TotalSizeBytes: size}
-		res, err := tx.RewriteDataFiles(ctx, []table.CompactionTaskGroup{group}, table.RewriteDataFilesOptions{
-			SnapshotProps: iceberg.Properties{SummaryMaintenance: "compaction"},
-		})
-		if err != nil {
-			return false, fmt.Errorf("rewrite data files: %w", err)
-		}
-		rep.DataFilesRewritten = res.RemovedDataFiles
-		rep.DataFilesAdded = res.AddedDataFiles
-		rep.DeleteFilesRemoved = res.RemovedPositionDeleteFiles + res.RemovedDeletionVectorFiles + res.RemovedEqualityDeleteFiles
-		return res.RewrittenGroups > 0, nil
-	})
+		lastErr = err
+		c.log.Debug().Err(err).Int("attempt", attempt).Msg("compaction commit conflicted; reloading")
+	}
+	return fmt.Errorf("compaction of %s: %w after %d conflicting commits: %w", c.name, errStarved, c.opts.CommitAttempts, lastErr)
+}
+
+// attempt plans, rewrites (or reuses the rewrite) and commits once. done
+// is true when there is nothing (more) to do.
+func (c *compaction) attempt(ctx context.Context) (done bool, err error) {
+	tbl, err := c.cat.LoadTable(ctx, c.ident)
 	if err != nil {
-		return err
+		return true, fmt.Errorf("compaction: load %s: %w", c.name, err)
 	}
-	if committed != nil {
-		if snap := committed.CurrentSnapshot(); snap != nil {
-			rep.SnapshotID = snap.SnapshotID
+	c.tbl = tbl
+	rep := c.rep
+	*rep = CompactionReport{}
+	switch {
+	case changelog.IsLSMTable(tbl.Properties()):
+		rep.Skipped = "lakegw LSM table: lsm compacts it"
+		return true, nil
+	case tbl.CurrentSnapshot() == nil:
+		rep.Skipped = "no snapshot"
+		return true, nil
+	case !tbl.Spec().IsUnpartitioned():
+		rep.Skipped = "partitioned table"
+		return true, nil
+	}
+	tasks, err := tbl.Scan().PlanFiles(ctx)
+	if err != nil {
+		return true, fmt.Errorf("plan files: %w", err)
+	}
+	var size int64
+	rep.DataFilesBefore, rep.DeleteFilesBefore, size = countFiles(tasks)
+	if rep.DataFilesBefore <= c.opts.CompactDataFiles && rep.DeleteFilesBefore <= c.opts.CompactDeleteFiles {
+		rep.Skipped = fmt.Sprintf("%d data and %d delete files, thresholds %d and %d",
+			rep.DataFilesBefore, rep.DeleteFilesBefore, c.opts.CompactDataFiles, c.opts.CompactDeleteFiles)
+		return true, nil
+	}
+	if c.opts.DryRun {
+		rep.DataFilesRewritten, rep.DeleteFilesRemoved = rep.DataFilesBefore, rep.DeleteFilesBefore
+		return true, nil
+	}
+	if c.result == nil || inputsKey(tasks, c.result.OldDataFiles) != c.inputs {
+		if _, err := removeAll(ctx, tbl, c.uncommitted()); err != nil {
+			return true, fmt.Errorf("remove the files of a superseded rewrite: %w", err)
 		}
-		p.log.Info().Int("data_files", rep.DataFilesRewritten).Int("into", rep.DataFilesAdded).
-			Int("delete_files", rep.DeleteFilesRemoved).Msg("compacted small files")
+		gr, err := table.ExecuteCompactionGroup(ctx, tbl, table.CompactionTaskGroup{Tasks: tasks, TotalSizeBytes: size})
+		if err != nil {
+			return true, fmt.Errorf("rewrite data files: %w", err)
+		}
+		c.result, c.inputs = &gr, inputsKey(tasks, gr.OldDataFiles)
 	}
-	return nil
+	gr := c.result
+	rep.DataFilesRewritten, rep.DataFilesAdded = len(gr.OldDataFiles), len(gr.NewDataFiles)
+	rep.DeleteFilesRemoved = len(gr.SafePosDeletes) + len(gr.SafeDeletionVectors)
+
+	tx := tbl.NewTransaction()
+	if err := tx.NewRewrite(iceberg.Properties{SummaryMaintenance: "compaction"}).ApplyResult(*gr).Commit(ctx); err != nil {
+		return true, fmt.Errorf("stage rewrite: %w", err)
+	}
+	committed, err := tx.Commit(ctx)
+	if err != nil {
+		return false, err
+	}
+	c.committed = true
+	if snap := committed.CurrentSnapshot(); snap != nil {
+		rep.SnapshotID = snap.SnapshotID
+	}
+	c.log.Info().Int("data_files", rep.DataFilesRewritten).Int("into", rep.DataFilesAdded).
+		Int("delete_files", rep.DeleteFilesRemoved).Msg("compacted small files")
+	return true, nil
+}
+
+// uncommitted lists the files of a rewrite that is not (yet) committed.
+func (c *compaction) uncommitted() []string {
+	if c.result == nil || c.committed {
+		return nil
+	}
+	var out []string
+	for _, f := range c.result.NewDataFiles {
+		out = append(out, f.FilePath())
+	}
+	return out
+}
+
+// inputsKey describes the inputs of a rewrite of files in the planned
+// tasks: each file with the delete files that apply to it. Equal keys mean
+// the rewrite's output is still exactly those files' live rows. A file no
+// longer planned makes the key differ.
+func inputsKey(tasks []table.FileScanTask, files []iceberg.DataFile) string {
+	deletes := make(map[string][]string, len(tasks))
+	for _, t := range tasks {
+		p := t.File.FilePath()
+		deletes[p] = append(deletes[p], "") // present
+		for _, set := range [][]iceberg.DataFile{t.DeleteFiles, t.EqualityDeleteFiles, t.DeletionVectorFiles} {
+			for _, d := range set {
+				deletes[p] = append(deletes[p], d.FilePath())
+			}
+		}
+	}
+	var b strings.Builder
+	for _, f := range files {
+		ds := deletes[f.FilePath()]
+		slices.Sort(ds)
+		ds = slices.Compact(ds)
+		b.WriteString(f.FilePath())
+		b.WriteString("[")
+		b.WriteString(strings.Join(ds, ","))
+		b.WriteString("]\n")
+	}
+	return b.String()
 }
 
 // countFiles counts the distinct data and delete files of planned tasks,
@@ -92,14 +203,10 @@ func countFiles(tasks []table.FileScanTask) (data, deletes int, size int64) {
 			seenData[p] = true
 			size += t.File.FileSizeBytes()
 		}
-		for _, d := range t.DeleteFiles {
-			seenDel[d.FilePath()] = true
-		}
-		for _, d := range t.EqualityDeleteFiles {
-			seenDel[d.FilePath()] = true
-		}
-		for _, d := range t.DeletionVectorFiles {
-			seenDel[d.FilePath()] = true
+		for _, set := range [][]iceberg.DataFile{t.DeleteFiles, t.EqualityDeleteFiles, t.DeletionVectorFiles} {
+			for _, d := range set {
+				seenDel[d.FilePath()] = true
+			}
 		}
 	}
 	return len(seenData), len(seenDel), size

@@ -82,6 +82,12 @@ type Options struct {
 	// Retention is the LSM changelog hook (nil for other tables; an LSM
 	// table without one keeps every changelog file).
 	Retention Retention
+	// Exclusive, when set, runs the compaction step (all its attempts)
+	// with the table's writer paused. A position-delete writer deletes
+	// rows in the very files a compaction rewrites, so every commit of it
+	// during the rewrite makes the compaction start over; a writer in the
+	// same process (the quickstart demo) offers this instead.
+	Exclusive func(ctx context.Context, fn func(context.Context) error) error
 	// OrphanGrace overrides PropOrphanOlderThan; it is never below
 	// MinOrphanGrace.
 	OrphanGrace time.Duration
