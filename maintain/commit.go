@@ -35,7 +35,7 @@ func (p *pass) commitStep(ctx context.Context, what string, stage stageFunc) (ba
 		if !ok || p.opts.DryRun {
 			return base, nil, nil
 		}
-		committed, err = tx.Commit(ctx)
+		committed, err = commitOrClean(ctx, base, tx)
 		if err == nil {
 			return base, committed, nil
 		}
@@ -52,6 +52,57 @@ func (p *pass) commitStep(ctx context.Context, what string, stage stageFunc) (ba
 // The slow steps (compaction) report it and let the pass go on: the next
 // pass tries again, and expiry must not wait for a quiet table.
 var errStarved = errors.New("gave up")
+
+// commitOrClean commits tx; when the catalog refuses it for a conflict,
+// the manifest list and manifests staged for it, which nothing will ever
+// reference, are removed at once instead of waiting a day as orphans.
+func commitOrClean(ctx context.Context, base *table.Table, tx *table.Transaction) (*table.Table, error) {
+	staged, stagedErr := stagedMetadataFiles(ctx, base, tx)
+	committed, err := tx.Commit(ctx)
+	if err != nil && isConflict(err) && stagedErr == nil {
+		// Best effort: what is left is an orphan for the next passes.
+		_, _ = removeAll(ctx, base, staged)
+	}
+	return committed, err
+}
+
+// stagedMetadataFiles lists the manifest list and manifests of the
+// snapshot tx stages that base's current snapshot does not reference.
+func stagedMetadataFiles(ctx context.Context, base *table.Table, tx *table.Transaction) ([]string, error) {
+	staged, err := tx.StagedTable()
+	if err != nil {
+		return nil, err
+	}
+	snap := staged.CurrentSnapshot()
+	if snap == nil || (base.CurrentSnapshot() != nil && snap.SnapshotID == base.CurrentSnapshot().SnapshotID) {
+		return nil, nil
+	}
+	fsys, err := base.FS(ctx)
+	if err != nil {
+		return nil, err
+	}
+	known := make(map[string]bool)
+	if cur := base.CurrentSnapshot(); cur != nil {
+		mans, err := cur.Manifests(fsys)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range mans {
+			known[m.FilePath()] = true
+		}
+	}
+	mans, err := snap.Manifests(fsys)
+	if err != nil {
+		return nil, err
+	}
+	out := []string{snap.ManifestList}
+	for _, m := range mans {
+		if !known[m.FilePath()] {
+			out = append(out, m.FilePath())
+		}
+	}
+	return out, nil
+}
 
 // isConflict reports whether a commit failed because the table moved and
 // nothing of it was applied. The SQL catalog reports a stale branch as a

@@ -95,7 +95,7 @@ func (c *compaction) attempt(ctx context.Context) (done bool, err error) {
 	}
 	c.tbl = tbl
 	rep := c.rep
-	*rep = CompactionReport{}
+	*rep = CompactionReport{Rewrites: rep.Rewrites}
 	switch {
 	case changelog.IsLSMTable(tbl.Properties()):
 		rep.Skipped = "lakegw LSM table: lsm compacts it"
@@ -131,16 +131,20 @@ func (c *compaction) attempt(ctx context.Context) (done bool, err error) {
 			return true, fmt.Errorf("rewrite data files: %w", err)
 		}
 		c.result, c.inputs = &gr, inputsKey(tasks, gr.OldDataFiles)
+		rep.Rewrites++
 	}
 	gr := c.result
 	rep.DataFilesRewritten, rep.DataFilesAdded = len(gr.OldDataFiles), len(gr.NewDataFiles)
 	rep.DeleteFilesRemoved = len(gr.SafePosDeletes) + len(gr.SafeDeletionVectors)
 
+	if testBeforeCompactionCommit != nil {
+		testBeforeCompactionCommit(ctx)
+	}
 	tx := tbl.NewTransaction()
 	if err := tx.NewRewrite(iceberg.Properties{SummaryMaintenance: "compaction"}).ApplyResult(*gr).Commit(ctx); err != nil {
 		return true, fmt.Errorf("stage rewrite: %w", err)
 	}
-	committed, err := tx.Commit(ctx)
+	committed, err := commitOrClean(ctx, tbl, tx)
 	if err != nil {
 		return false, err
 	}
@@ -152,6 +156,10 @@ func (c *compaction) attempt(ctx context.Context) (done bool, err error) {
 		Int("delete_files", rep.DeleteFilesRemoved).Msg("compacted small files")
 	return true, nil
 }
+
+// testBeforeCompactionCommit, set by tests only, runs between the rewrite
+// and its commit: there another writer's commit races the compaction.
+var testBeforeCompactionCommit func(context.Context)
 
 // uncommitted lists the files of a rewrite that is not (yet) committed.
 func (c *compaction) uncommitted() []string {
@@ -173,7 +181,7 @@ func inputsKey(tasks []table.FileScanTask, files []iceberg.DataFile) string {
 	deletes := make(map[string][]string, len(tasks))
 	for _, t := range tasks {
 		p := t.File.FilePath()
-		deletes[p] = append(deletes[p], "") // present
+		deletes[p] = append(deletes[p], "") // planned, even with no deletes
 		for _, set := range [][]iceberg.DataFile{t.DeleteFiles, t.EqualityDeleteFiles, t.DeletionVectorFiles} {
 			for _, d := range set {
 				deletes[p] = append(deletes[p], d.FilePath())
@@ -182,12 +190,14 @@ func inputsKey(tasks []table.FileScanTask, files []iceberg.DataFile) string {
 	}
 	var b strings.Builder
 	for _, f := range files {
-		ds := deletes[f.FilePath()]
+		ds, planned := deletes[f.FilePath()]
+		if !planned {
+			return "missing " + f.FilePath()
+		}
 		slices.Sort(ds)
-		ds = slices.Compact(ds)
 		b.WriteString(f.FilePath())
 		b.WriteString("[")
-		b.WriteString(strings.Join(ds, ","))
+		b.WriteString(strings.Join(slices.Compact(ds), ","))
 		b.WriteString("]\n")
 	}
 	return b.String()

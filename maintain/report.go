@@ -34,7 +34,10 @@ type CompactionReport struct {
 	DataFilesRewritten int
 	DataFilesAdded     int
 	DeleteFilesRemoved int
-	SnapshotID         int64
+	// Rewrites counts the rewrites of the rows: more than one when a
+	// writer changed the compacted files' rows before the commit.
+	Rewrites   int
+	SnapshotID int64
 }
 
 // ManifestReport is the manifest merging step.
