@@ -77,6 +77,11 @@ func TestDemoStaysBounded(t *testing.T) {
 		if rep.Manifests.After < rep.Manifests.Before {
 			merges++
 		}
+		// Data manifests merge into one; delete manifests go with the
+		// deletes a compaction applies. Neither grows with the history.
+		if rep.Manifests.After > 2*every+4 {
+			t.Errorf("after %d commits the manifest list holds %d manifests, want at most %d", i, rep.Manifests.After, 2*every+4)
+		}
 		for _, id := range []int64{rep.Compaction.SnapshotID, rep.Manifests.SnapshotID} {
 			if id != 0 {
 				// A replace snapshot holds the rows of its parent and

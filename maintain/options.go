@@ -88,6 +88,10 @@ type Options struct {
 	// during the rewrite makes the compaction start over; a writer in the
 	// same process (the quickstart demo) offers this instead.
 	Exclusive func(ctx context.Context, fn func(context.Context) error) error
+	// SkipOrphans leaves orphan cleanup out of the pass. It lists the
+	// whole table location and reads every manifest of every snapshot, so
+	// a background loop runs it less often than the rest.
+	SkipOrphans bool
 	// OrphanGrace overrides PropOrphanOlderThan; it is never below
 	// MinOrphanGrace.
 	OrphanGrace time.Duration

@@ -113,7 +113,11 @@ func (r Report) String() string {
 		fmt.Fprintf(&b, "  pins:                none beyond the table's retention\n")
 	}
 	o := r.Orphans
-	fmt.Fprintf(&b, "  orphans:             %d found older than %s, %d removed, %d kept for the LSM changelog\n", o.Found, o.Grace, o.Removed, o.Kept)
+	if o.Grace == 0 {
+		fmt.Fprintf(&b, "  orphans:             not looked for in this pass\n")
+	} else {
+		fmt.Fprintf(&b, "  orphans:             %d found older than %s, %d removed, %d kept for the LSM changelog\n", o.Found, o.Grace, o.Removed, o.Kept)
+	}
 	fmt.Fprintf(&b, "  metadata files:      %d\n", r.MetadataFiles)
 	return b.String()
 }

@@ -44,8 +44,10 @@ func Run(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts 
 	if err := p.expire(ctx, &rep.Expiry); err != nil {
 		return rep, err
 	}
-	if err := p.removeOrphans(ctx, &rep.Orphans); err != nil {
-		return rep, err
+	if !opts.SkipOrphans {
+		if err := p.removeOrphans(ctx, &rep.Orphans); err != nil {
+			return rep, err
+		}
 	}
 	tbl, err := cat.LoadTable(ctx, ident)
 	if err != nil {

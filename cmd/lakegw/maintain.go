@@ -52,6 +52,9 @@ func maintained(tbl *table.Table) bool {
 // changelog file of an LSM table (maintain's safe default).
 func retentionFor(*table.Table) maintain.Retention { return nil }
 
+// orphanEvery is how often the background loop looks for orphans.
+const orphanEvery = time.Hour
+
 // runMaintainer runs a maintenance pass on every served table lakegw
 // maintains, every interval until ctx ends. pins (nil: none) says what
 // consumers' committed offsets still need; demo (nil: none) is the
@@ -60,6 +63,10 @@ func runMaintainer(ctx context.Context, cat catalog.Catalog, reg *topics.Registr
 	demo *quickstart.Demo, log zerolog.Logger) error {
 	tick := time.NewTicker(every)
 	defer tick.Stop()
+	// Orphan cleanup lists the table location and reads every manifest:
+	// once an hour per table is plenty for files a day past their grace.
+	// One entry per served table lakegw maintains.
+	lastOrphans := map[string]time.Time{}
 	for {
 		select {
 		case <-ctx.Done():
@@ -75,7 +82,8 @@ func runMaintainer(ctx context.Context, cat catalog.Catalog, reg *topics.Registr
 				continue
 			}
 			done[key] = true
-			opts := maintain.Options{Log: log, Topic: t.Name, Pin: pins, Retention: retentionFor(tbl)}
+			opts := maintain.Options{Log: log, Topic: t.Name, Pin: pins, Retention: retentionFor(tbl),
+				SkipOrphans: time.Since(lastOrphans[key]) < orphanEvery}
 			if demo != nil && key == quickstart.DefaultTableName {
 				opts.Exclusive = demo.Paused
 			}
@@ -85,6 +93,9 @@ func runMaintainer(ctx context.Context, cat catalog.Catalog, reg *topics.Registr
 					log.Warn().Err(err).Str("table", key).Msg("maintenance pass failed; retrying at the next interval")
 				}
 				continue
+			}
+			if !opts.SkipOrphans {
+				lastOrphans[key] = time.Now()
 			}
 			log.Debug().Str("table", key).Int("expired", rep.Expiry.Expired).Int("files_removed", rep.Expiry.FilesRemoved).
 				Int("orphans_removed", rep.Orphans.Removed).Int("manifests", rep.Manifests.After).Msg("maintenance pass")
