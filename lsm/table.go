@@ -147,6 +147,12 @@ func Create(ctx context.Context, cat catalog.Catalog, ident table.Identifier, sc
 		PropBuckets:      strconv.Itoa(co.Buckets),
 		PropPartitions:   strconv.Itoa(co.Buckets),
 		PropMergeEngine:  engine,
+		// A streaming table commits every few seconds: cap its metadata
+		// files and let serve maintain it (maintain.CreateProperties;
+		// lsm/ must not import maintain/).
+		table.MetadataDeleteAfterCommitEnabledKey: "true",
+		table.MetadataPreviousVersionsMaxKey:      "10",
+		PropMaintenance:                           "true",
 	}
 	for col, f := range co.Aggregates {
 		props[PropAggPrefix+col] = f

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -11,6 +12,8 @@ import (
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 	"github.com/rs/zerolog"
+
+	"github.com/lakegw/lakegw/maintain"
 )
 
 // DefaultTableName is the table the quickstart writes, as a dotted name.
@@ -194,12 +197,27 @@ func ensureTable(ctx context.Context, cat catalog.Catalog, ident table.Identifie
 
 // tableProperties declares the table format v2 and merge-on-read, so that
 // other engines (Spark, Trino) writing to it would also write deletes
-// instead of rewriting files.
+// instead of rewriting files. It also caps the metadata files and marks the
+// table for lakegw's background maintenance: the demo commits every
+// second, forever.
 func tableProperties() iceberg.Properties {
-	return iceberg.Properties{
+	props := maintain.CreateProperties()
+	maps.Copy(props, iceberg.Properties{
 		"format-version":    "2",
 		"write.delete.mode": "merge-on-read",
 		"write.update.mode": "merge-on-read",
 		"write.merge.mode":  "merge-on-read",
-	}
+	})
+	return props
+}
+
+// Paused runs fn while no Step runs. Maintenance compacts the demo table
+// under it: a compaction rewrites the very files the demo deletes rows
+// from, so a Step committing meanwhile would make it start over, every
+// second, forever. The next Step finds the table moved and reloads its
+// rows (recover.go).
+func (d *Demo) Paused(ctx context.Context, fn func(context.Context) error) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return fn(ctx)
 }

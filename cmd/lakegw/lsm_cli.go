@@ -16,6 +16,9 @@ import (
 	"unicode"
 
 	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+	"github.com/rs/zerolog"
 
 	"github.com/lakegw/lakegw/lake"
 	"github.com/lakegw/lakegw/lsm"
@@ -203,23 +206,33 @@ func parseSchemaSpec(s string) (*iceberg.Schema, error) {
 }
 
 func openLsmTable(ctx context.Context, c *lsmCommand) (*lsm.Table, error) {
-	ident, err := lake.ParseIdent(c.pos[0])
-	if err != nil {
-		return nil, err
-	}
-	props, err := c.common.props()
-	if err != nil {
-		return nil, err
-	}
-	log, err := newLogger(*c.common.logLevel, *c.common.logFormat)
-	if err != nil {
-		return nil, err
-	}
-	cat, err := lake.OpenCatalog(ctx, *c.common.dataDir, props)
+	ident, cat, log, err := openTableCatalog(ctx, c)
 	if err != nil {
 		return nil, err
 	}
 	return lsm.Open(ctx, cat, ident, lsm.Options{Log: log})
+}
+
+// openTableCatalog parses the command's NS.TABLE argument and opens the
+// catalog and the logger its flags name.
+func openTableCatalog(ctx context.Context, c *lsmCommand) (table.Identifier, catalog.Catalog, zerolog.Logger, error) {
+	ident, err := lake.ParseIdent(c.pos[0])
+	if err != nil {
+		return nil, nil, zerolog.Logger{}, err
+	}
+	props, err := c.common.props()
+	if err != nil {
+		return nil, nil, zerolog.Logger{}, err
+	}
+	log, err := newLogger(*c.common.logLevel, *c.common.logFormat)
+	if err != nil {
+		return nil, nil, zerolog.Logger{}, err
+	}
+	cat, err := lake.OpenCatalog(ctx, *c.common.dataDir, props)
+	if err != nil {
+		return nil, nil, zerolog.Logger{}, err
+	}
+	return ident, cat, log, nil
 }
 
 // cmdLsmLoad: lakegw load NS.TABLE FILE.jsonl|FILE.csv [--commit-rows N]

@@ -23,6 +23,8 @@ Usage:
                                          create a lakegw primary-key (LSM) table
   lakegw load NS.TABLE FILE.jsonl|FILE.csv   upsert rows into an LSM table ("_op":"delete" deletes)
   lakegw compact NS.TABLE                merge an LSM table's sorted runs
+  lakegw maintain NS.TABLE [--dry-run]   one maintenance pass: expire snapshots, remove their files and
+                                         orphans, cap metadata files, merge manifests, compact small files
   lakegw get NS.TABLE KEY                point lookup of a key (JSON object, or the value of a one-column key)
 
 Every flag can also be set by a LAKEGW_* environment variable (--poll-interval
@@ -60,6 +62,8 @@ func run(ctx context.Context, args []string) error {
 		return cmdLsmCompact(ctx, args[1:])
 	case "get":
 		return cmdLsmGet(ctx, args[1:])
+	case "maintain":
+		return cmdMaintain(ctx, args[1:])
 	case "-h", "--help", "help":
 		fmt.Fprint(os.Stdout, usage)
 		return nil

@@ -15,6 +15,7 @@ import (
 
 	"github.com/lakegw/lakegw/fetch"
 	"github.com/lakegw/lakegw/lake"
+	"github.com/lakegw/lakegw/maintain"
 	"github.com/lakegw/lakegw/protocol"
 	"github.com/lakegw/lakegw/protocol/groups"
 	"github.com/lakegw/lakegw/quickstart"
@@ -77,6 +78,7 @@ func cmdServe(ctx context.Context, args []string, demo bool) error {
 	partitions := fs.Int("partitions", 1, "default partitions per topic (records spread by key hash)")
 	demoEvery := fs.Duration("demo-interval", time.Second, "quickstart only: how often the demo table commits")
 	compactEvery := fs.Duration("compact-interval", 30*time.Second, "how often served lakegw LSM tables are compacted in the background (0: never)")
+	maintainEvery := fs.Duration("maintain-interval", time.Minute, "how often served tables lakegw maintains (LSM tables, lakegw.maintenance.enabled=true) get a maintenance pass (0: never)")
 	debugListen := fs.String("debug-listen", "", "host:port serving Go profiles at /debug/pprof/ (default: off)")
 	offsetsRetention := addOffsetsRetentionFlag(fs)
 	if err := parseConfig(fs, args); err != nil {
@@ -154,23 +156,32 @@ func cmdServe(ctx context.Context, args []string, demo bool) error {
 			return runCompactor(ctx, cat, reg, *compactEvery, log.With().Str("component", "compactor").Logger())
 		}
 	}
+	var maintainer func(context.Context) error
+	if *maintainEvery > 0 {
+		// Consumer pins: consumerPins (cmd/lakegw/pins.go, built on the
+		// group offsets in store) plugs in here; nil pins nothing.
+		var pins maintain.PinFunc
+		maintainer = func(ctx context.Context) error {
+			return runMaintainer(ctx, cat, reg, *maintainEvery, pins, demoWriter, log.With().Str("component", "maintain").Logger())
+		}
+	}
 	var debug func(context.Context) error
 	if *debugListen != "" {
 		debug = func(ctx context.Context) error {
 			return runDebugListener(ctx, *debugListen, log.With().Str("component", "debug").Logger())
 		}
 	}
-	return runAll(ctx, log, reg, srv, demoWriter, *demoEvery, compactor, debug)
+	return runAll(ctx, log, reg, srv, demoWriter, *demoEvery, compactor, maintainer, debug)
 }
 
-// runAll runs the registry, the server, the demo writer and the compactor until ctx ends
-// or one of them fails, then stops the others and waits for them.
+// runAll runs the registry, the server, the demo writer, the compactor and the
+// maintainer until ctx ends or one of them fails, then stops the others and waits for them.
 func runAll(parent context.Context, log zerolog.Logger, reg *topics.Registry, srv *protocol.Server, demo *quickstart.Demo, demoEvery time.Duration,
-	compactor, debug func(context.Context) error) error {
+	compactor, maintainer, debug func(context.Context) error) error {
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	var wg sync.WaitGroup
-	errs := make(chan error, 5)
+	errs := make(chan error, 6)
 	goRun := func(name string, fn func(context.Context) error) {
 		wg.Add(1)
 		go func() {
@@ -195,6 +206,9 @@ func runAll(parent context.Context, log zerolog.Logger, reg *topics.Registry, sr
 	}
 	if compactor != nil {
 		goRun("compactor", compactor)
+	}
+	if maintainer != nil {
+		goRun("maintainer", maintainer)
 	}
 	if debug != nil {
 		goRun("debug listener", debug)

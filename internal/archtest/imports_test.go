@@ -85,6 +85,12 @@ var rules = map[string]rule{
 	"lake": {mustNot: []string{"protocol/...", "fetch", "offsets", "changelog", "topics", "lsm", "state"}},
 	// "it must not import protocol/, fetch/, topics/ or offsets/".
 	"quickstart": {mustNot: []string{"protocol/...", "fetch", "topics", "offsets"}},
+	// "It may import lake/, changelog/ ... and iceberg-go; it must not
+	// import protocol/, fetch/, topics/ or state/."
+	"maintain": {
+		may:     []string{"lake", "changelog"},
+		mustNot: []string{"protocol/...", "fetch", "topics", "state", "offsets"},
+	},
 	// "It imports nothing of lakegw's."
 	"internal/bytepool": {may: none},
 	// "imports nothing of lakegw's".

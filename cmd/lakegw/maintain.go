@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+	"github.com/rs/zerolog"
+
+	"github.com/lakegw/lakegw/changelog"
+	"github.com/lakegw/lakegw/lake"
+	"github.com/lakegw/lakegw/maintain"
+	"github.com/lakegw/lakegw/quickstart"
+	"github.com/lakegw/lakegw/topics"
+)
+
+// cmdMaintain: lakegw maintain NS.TABLE [--dry-run] runs one maintenance
+// pass and prints its report.
+func cmdMaintain(ctx context.Context, args []string) error {
+	c := newLsmCommand("maintain")
+	dryRun := c.fs.Bool("dry-run", false, "report what the pass would do; commit and delete nothing")
+	if err := c.parse(args, 1, "NS.TABLE"); err != nil {
+		return err
+	}
+	ident, cat, log, err := openTableCatalog(ctx, c)
+	if err != nil {
+		return err
+	}
+	tbl, err := cat.LoadTable(ctx, ident)
+	if err != nil {
+		return fmt.Errorf("load %s: %w", c.pos[0], err)
+	}
+	// No consumer pins here: the CLI does not open the gateway's state
+	// store (a running serve holds it). Pins apply in serve's passes.
+	rep, err := maintain.Run(ctx, cat, ident, maintain.Options{Log: log, DryRun: *dryRun, Retention: retentionFor(tbl)})
+	fmt.Print(rep)
+	return err
+}
+
+// maintained reports whether serve maintains a table: lakegw's LSM tables,
+// and every table marked with maintain.PropEnabled (the quickstart demo, or
+// any table a user marks).
+func maintained(tbl *table.Table) bool {
+	props := tbl.Properties()
+	return changelog.IsLSMTable(props) || props[maintain.PropEnabled] == "true"
+}
+
+// retentionFor is the changelog retention hook of a table: nil until the
+// LSM changelog retention lands, which makes orphan cleanup keep every
+// changelog file of an LSM table (maintain's safe default).
+func retentionFor(*table.Table) maintain.Retention { return nil }
+
+// orphanEvery is how often the background loop looks for orphans.
+const orphanEvery = time.Hour
+
+// runMaintainer runs a maintenance pass on every served table lakegw
+// maintains, every interval until ctx ends. pins (nil: none) says what
+// consumers' committed offsets still need; demo (nil: none) is the
+// quickstart's writer, paused while its table is compacted.
+func runMaintainer(ctx context.Context, cat catalog.Catalog, reg *topics.Registry, every time.Duration, pins maintain.PinFunc,
+	demo *quickstart.Demo, log zerolog.Logger) error {
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	// Orphan cleanup lists the table location and reads every manifest:
+	// once an hour per table is plenty for files a day past their grace.
+	// One entry per served table lakegw maintains.
+	lastOrphans := map[string]time.Time{}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		// Several topics may serve one table; it is maintained once.
+		done := map[string]bool{}
+		for _, t := range reg.Topics() {
+			tbl := t.Table()
+			key := lake.TopicName(t.Ident)
+			if tbl == nil || done[key] || !maintained(tbl) {
+				continue
+			}
+			done[key] = true
+			opts := maintain.Options{Log: log, Topic: t.Name, Pin: pins, Retention: retentionFor(tbl),
+				SkipOrphans: time.Since(lastOrphans[key]) < orphanEvery}
+			if demo != nil && key == quickstart.DefaultTableName {
+				opts.Exclusive = demo.Paused
+			}
+			rep, err := maintain.Run(ctx, cat, t.Ident, opts)
+			if err != nil {
+				if ctx.Err() == nil {
+					log.Warn().Err(err).Str("table", key).Msg("maintenance pass failed; retrying at the next interval")
+				}
+				continue
+			}
+			if !opts.SkipOrphans {
+				lastOrphans[key] = time.Now()
+			}
+			log.Debug().Str("table", key).Int("expired", rep.Expiry.Expired).Int("files_removed", rep.Expiry.FilesRemoved).
+				Int("orphans_removed", rep.Orphans.Removed).Int("manifests", rep.Manifests.After).Msg("maintenance pass")
+		}
+	}
+}

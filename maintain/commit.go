@@ -1,0 +1,117 @@
+package maintain
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/apache/iceberg-go/table"
+)
+
+// stageFunc stages one step of the pass on a transaction of tbl. It
+// returns false when the step has nothing to do on this table state.
+type stageFunc func(ctx context.Context, tbl *table.Table, tx *table.Transaction) (bool, error)
+
+// commitStep loads the table, stages a step on it and commits it. Another
+// writer committing in between (the demo commits every second, the LSM
+// writer and compactor too) makes iceberg-go's SQL catalog refuse the
+// commit without retrying it; the step is then staged again on the new
+// table state, a bounded number of times. It returns the table the step
+// was staged on and the committed table (nil when nothing was committed:
+// nothing to do, or a dry run).
+func (p *pass) commitStep(ctx context.Context, what string, stage stageFunc) (base, committed *table.Table, err error) {
+	var lastErr error
+	for attempt := 1; attempt <= p.opts.CommitAttempts; attempt++ {
+		base, err = p.cat.LoadTable(ctx, p.ident)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: load %s: %w", what, p.name, err)
+		}
+		tx := base.NewTransaction()
+		ok, err := stage(ctx, base, tx)
+		if err != nil {
+			return base, nil, fmt.Errorf("%s of %s: %w", what, p.name, err)
+		}
+		if !ok || p.opts.DryRun {
+			return base, nil, nil
+		}
+		committed, err = commitOrClean(ctx, base, tx)
+		if err == nil {
+			return base, committed, nil
+		}
+		if !isConflict(err) {
+			return base, nil, fmt.Errorf("%s of %s: commit: %w", what, p.name, err)
+		}
+		lastErr = err
+		p.log.Debug().Err(err).Str("step", what).Int("attempt", attempt).Msg("maintenance commit conflicted; reloading")
+	}
+	return base, nil, fmt.Errorf("%s of %s: %w after %d conflicting commits: %w", what, p.name, errStarved, p.opts.CommitAttempts, lastErr)
+}
+
+// errStarved means other writers committed before every attempt of a step.
+// The slow steps (compaction) report it and let the pass go on: the next
+// pass tries again, and expiry must not wait for a quiet table.
+var errStarved = errors.New("gave up")
+
+// commitOrClean commits tx; when the catalog refuses it for a conflict,
+// the manifest list and manifests staged for it, which nothing will ever
+// reference, are removed at once instead of waiting a day as orphans.
+func commitOrClean(ctx context.Context, base *table.Table, tx *table.Transaction) (*table.Table, error) {
+	staged, stagedErr := stagedMetadataFiles(ctx, base, tx)
+	committed, err := tx.Commit(ctx)
+	if err != nil && isConflict(err) && stagedErr == nil {
+		// Best effort: what is left is an orphan for the next passes.
+		_, _ = removeAll(ctx, base, staged)
+	}
+	return committed, err
+}
+
+// stagedMetadataFiles lists the manifest list and manifests of the
+// snapshot tx stages that base's current snapshot does not reference.
+func stagedMetadataFiles(ctx context.Context, base *table.Table, tx *table.Transaction) ([]string, error) {
+	staged, err := tx.StagedTable()
+	if err != nil {
+		return nil, err
+	}
+	snap := staged.CurrentSnapshot()
+	if snap == nil || (base.CurrentSnapshot() != nil && snap.SnapshotID == base.CurrentSnapshot().SnapshotID) {
+		return nil, nil
+	}
+	fsys, err := base.FS(ctx)
+	if err != nil {
+		return nil, err
+	}
+	known := make(map[string]bool)
+	if cur := base.CurrentSnapshot(); cur != nil {
+		mans, err := cur.Manifests(fsys)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range mans {
+			known[m.FilePath()] = true
+		}
+	}
+	mans, err := snap.Manifests(fsys)
+	if err != nil {
+		return nil, err
+	}
+	out := []string{snap.ManifestList}
+	for _, m := range mans {
+		if !known[m.FilePath()] {
+			out = append(out, m.FilePath())
+		}
+	}
+	return out, nil
+}
+
+// isConflict reports whether a commit failed because the table moved and
+// nothing of it was applied. The SQL catalog reports a stale branch as a
+// plain requirement error ("requirement failed: branch main has changed"),
+// not wrapped in table.ErrCommitFailed, so the text is matched too.
+func isConflict(err error) bool {
+	if errors.Is(err, table.ErrCommitFailed) {
+		return true
+	}
+	msg := strings.ToLower(err.Error())
+	return strings.Contains(msg, "requirement failed") && strings.Contains(msg, "has changed")
+}

@@ -1,0 +1,223 @@
+package maintain
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/lakegw/lakegw/changelog"
+)
+
+// SummaryMaintenance is the snapshot summary key naming the maintenance
+// step that committed a snapshot ("compaction").
+const SummaryMaintenance = "lakegw.maintenance"
+
+// compact rewrites the live rows of a merge-on-read table into few data
+// files, applying its position deletes and dropping them, once its data or
+// delete files pass the thresholds. The result is a `replace` snapshot:
+// the rows are the same, so the gateway derives no change events from it.
+//
+// A lakegw LSM table is compacted by lsm/ (its runs and changelog files
+// follow the LSM layout), and a partitioned table is left alone: the demo
+// and the tables lakegw writes are unpartitioned, and one group per
+// partition is work for when a partitioned writer exists.
+//
+// Compaction is the one slow step, so it is the one a busy writer races.
+// The rewritten files are kept across attempts while their inputs (each
+// rewritten data file and the delete files applying to it) are unchanged:
+// an append-only writer's commits then cost a cheap re-commit, not a new
+// rewrite. A writer deleting rows in those files forces a new rewrite;
+// when every attempt loses, the step is skipped until the next pass
+// (Options.Exclusive avoids that for a writer in the same process).
+func (p *pass) compact(ctx context.Context, rep *CompactionReport) error {
+	if p.opts.CompactDataFiles < 0 {
+		rep.Skipped = "turned off"
+		return nil
+	}
+	c := &compaction{pass: p, rep: rep}
+	var err error
+	if p.opts.Exclusive != nil && !p.opts.DryRun {
+		err = p.opts.Exclusive(ctx, c.run)
+	} else {
+		err = c.run(ctx)
+	}
+	// Files of a rewrite that was never committed are garbage now, not
+	// orphans to wait a day for.
+	if _, rerr := removeAll(ctx, c.tbl, c.uncommitted()); rerr != nil {
+		p.log.Warn().Err(rerr).Msg("could not remove the files of an uncommitted compaction; orphan cleanup will")
+	}
+	if errors.Is(err, errStarved) {
+		p.log.Info().Err(err).Msg("compaction lost every race with the table's writers; next pass")
+		rep.Skipped = fmt.Sprintf("writers committed during each of %d attempts", p.opts.CommitAttempts)
+		return nil
+	}
+	return err
+}
+
+// compaction is one compaction step: the rewrite it holds and whether it
+// was committed.
+type compaction struct {
+	*pass
+	rep       *CompactionReport
+	tbl       *table.Table
+	result    *table.CompactionGroupResult
+	inputs    string // inputsKey of result's inputs
+	committed bool
+}
+
+func (c *compaction) run(ctx context.Context) error {
+	var lastErr error
+	for attempt := 1; attempt <= c.opts.CommitAttempts; attempt++ {
+		done, err := c.attempt(ctx)
+		if done || err == nil {
+			return err
+		}
+		if !isConflict(err) {
+			return fmt.Errorf("compaction of %s: %w", c.name, err)
+		}
+		lastErr = err
+		c.log.Debug().Err(err).Int("attempt", attempt).Msg("compaction commit conflicted; reloading")
+	}
+	return fmt.Errorf("compaction of %s: %w after %d conflicting commits: %w", c.name, errStarved, c.opts.CommitAttempts, lastErr)
+}
+
+// attempt plans, rewrites (or reuses the rewrite) and commits once. done
+// is true when there is nothing (more) to do.
+func (c *compaction) attempt(ctx context.Context) (done bool, err error) {
+	tbl, err := c.cat.LoadTable(ctx, c.ident)
+	if err != nil {
+		return true, fmt.Errorf("compaction: load %s: %w", c.name, err)
+	}
+	c.tbl = tbl
+	rep := c.rep
+	*rep = CompactionReport{Rewrites: rep.Rewrites}
+	switch {
+	case changelog.IsLSMTable(tbl.Properties()):
+		rep.Skipped = "lakegw LSM table: lsm compacts it"
+		return true, nil
+	case tbl.CurrentSnapshot() == nil:
+		rep.Skipped = "no snapshot"
+		return true, nil
+	case !tbl.Spec().IsUnpartitioned():
+		rep.Skipped = "partitioned table"
+		return true, nil
+	}
+	tasks, err := tbl.Scan().PlanFiles(ctx)
+	if err != nil {
+		return true, fmt.Errorf("plan files: %w", err)
+	}
+	var size int64
+	rep.DataFilesBefore, rep.DeleteFilesBefore, size = countFiles(tasks)
+	if rep.DataFilesBefore <= c.opts.CompactDataFiles && rep.DeleteFilesBefore <= c.opts.CompactDeleteFiles {
+		rep.Skipped = fmt.Sprintf("%d data and %d delete files, thresholds %d and %d",
+			rep.DataFilesBefore, rep.DeleteFilesBefore, c.opts.CompactDataFiles, c.opts.CompactDeleteFiles)
+		return true, nil
+	}
+	if c.opts.DryRun {
+		rep.DataFilesRewritten, rep.DeleteFilesRemoved = rep.DataFilesBefore, rep.DeleteFilesBefore
+		return true, nil
+	}
+	if c.result == nil || inputsKey(tasks, c.result.OldDataFiles) != c.inputs {
+		if _, err := removeAll(ctx, tbl, c.uncommitted()); err != nil {
+			return true, fmt.Errorf("remove the files of a superseded rewrite: %w", err)
+		}
+		gr, err := table.ExecuteCompactionGroup(ctx, tbl, table.CompactionTaskGroup{Tasks: tasks, TotalSizeBytes: size})
+		if err != nil {
+			return true, fmt.Errorf("rewrite data files: %w", err)
+		}
+		c.result, c.inputs = &gr, inputsKey(tasks, gr.OldDataFiles)
+		rep.Rewrites++
+	}
+	gr := c.result
+	rep.DataFilesRewritten, rep.DataFilesAdded = len(gr.OldDataFiles), len(gr.NewDataFiles)
+	rep.DeleteFilesRemoved = len(gr.SafePosDeletes) + len(gr.SafeDeletionVectors)
+
+	if testBeforeCompactionCommit != nil {
+		testBeforeCompactionCommit(ctx)
+	}
+	tx := tbl.NewTransaction()
+	if err := tx.NewRewrite(iceberg.Properties{SummaryMaintenance: "compaction"}).ApplyResult(*gr).Commit(ctx); err != nil {
+		return true, fmt.Errorf("stage rewrite: %w", err)
+	}
+	committed, err := commitOrClean(ctx, tbl, tx)
+	if err != nil {
+		return false, err
+	}
+	c.committed = true
+	if snap := committed.CurrentSnapshot(); snap != nil {
+		rep.SnapshotID = snap.SnapshotID
+	}
+	c.log.Info().Int("data_files", rep.DataFilesRewritten).Int("into", rep.DataFilesAdded).
+		Int("delete_files", rep.DeleteFilesRemoved).Msg("compacted small files")
+	return true, nil
+}
+
+// testBeforeCompactionCommit, set by tests only, runs between the rewrite
+// and its commit: there another writer's commit races the compaction.
+var testBeforeCompactionCommit func(context.Context)
+
+// uncommitted lists the files of a rewrite that is not (yet) committed.
+func (c *compaction) uncommitted() []string {
+	if c.result == nil || c.committed {
+		return nil
+	}
+	var out []string
+	for _, f := range c.result.NewDataFiles {
+		out = append(out, f.FilePath())
+	}
+	return out
+}
+
+// inputsKey describes the inputs of a rewrite of files in the planned
+// tasks: each file with the delete files that apply to it. Equal keys mean
+// the rewrite's output is still exactly those files' live rows. A file no
+// longer planned makes the key differ.
+func inputsKey(tasks []table.FileScanTask, files []iceberg.DataFile) string {
+	deletes := make(map[string][]string, len(tasks))
+	for _, t := range tasks {
+		p := t.File.FilePath()
+		deletes[p] = append(deletes[p], "") // planned, even with no deletes
+		for _, set := range [][]iceberg.DataFile{t.DeleteFiles, t.EqualityDeleteFiles, t.DeletionVectorFiles} {
+			for _, d := range set {
+				deletes[p] = append(deletes[p], d.FilePath())
+			}
+		}
+	}
+	var b strings.Builder
+	for _, f := range files {
+		ds, planned := deletes[f.FilePath()]
+		if !planned {
+			return "missing " + f.FilePath()
+		}
+		slices.Sort(ds)
+		b.WriteString(f.FilePath())
+		b.WriteString("[")
+		b.WriteString(strings.Join(slices.Compact(ds), ","))
+		b.WriteString("]\n")
+	}
+	return b.String()
+}
+
+// countFiles counts the distinct data and delete files of planned tasks,
+// and the bytes of the data files.
+func countFiles(tasks []table.FileScanTask) (data, deletes int, size int64) {
+	seenData := make(map[string]bool, len(tasks))
+	seenDel := make(map[string]bool)
+	for _, t := range tasks {
+		if p := t.File.FilePath(); !seenData[p] {
+			seenData[p] = true
+			size += t.File.FileSizeBytes()
+		}
+		for _, set := range [][]iceberg.DataFile{t.DeleteFiles, t.EqualityDeleteFiles, t.DeletionVectorFiles} {
+			for _, d := range set {
+				seenDel[d.FilePath()] = true
+			}
+		}
+	}
+	return len(seenData), len(seenDel), size
+}

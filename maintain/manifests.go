@@ -1,0 +1,63 @@
+package maintain
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/apache/iceberg-go/table"
+)
+
+// mergeManifests merges the current snapshot's data manifests once it has
+// more than Options.MaxManifests. The writers commit fast appends (RowDelta
+// and the LSM writer do not honour commit.manifest-merge.enabled), one or
+// two new manifests per commit, and iceberg-go's RowDelta validation reads
+// the head's data manifests on every commit: a short manifest list keeps a
+// writer's commit time independent of the history.
+func (p *pass) mergeManifests(ctx context.Context, rep *ManifestReport) error {
+	_, committed, err := p.commitStep(ctx, "manifest merge", func(ctx context.Context, tbl *table.Table, tx *table.Transaction) (bool, error) {
+		n, err := manifestCount(ctx, tbl)
+		if err != nil {
+			return false, err
+		}
+		rep.Before, rep.After = n, n
+		if n <= p.opts.MaxManifests {
+			return false, nil
+		}
+		if p.opts.DryRun {
+			return true, nil
+		}
+		res, err := tx.RewriteManifests(ctx)
+		if err != nil {
+			return false, fmt.Errorf("rewrite manifests: %w", err)
+		}
+		return !res.IsNoOp(), nil
+	})
+	if err != nil || committed == nil {
+		return err
+	}
+	if rep.After, err = manifestCount(ctx, committed); err != nil {
+		return err
+	}
+	if snap := committed.CurrentSnapshot(); snap != nil {
+		rep.SnapshotID = snap.SnapshotID
+	}
+	p.log.Info().Int("before", rep.Before).Int("after", rep.After).Msg("merged manifests")
+	return nil
+}
+
+// manifestCount is the length of the current snapshot's manifest list.
+func manifestCount(ctx context.Context, tbl *table.Table) (int, error) {
+	snap := tbl.CurrentSnapshot()
+	if snap == nil {
+		return 0, nil
+	}
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("file IO: %w", err)
+	}
+	mans, err := snap.Manifests(fs)
+	if err != nil {
+		return 0, fmt.Errorf("manifest list of snapshot %d: %w", snap.SnapshotID, err)
+	}
+	return len(mans), nil
+}

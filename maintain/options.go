@@ -1,0 +1,152 @@
+package maintain
+
+import (
+	"context"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+	"github.com/rs/zerolog"
+)
+
+// Table properties the pass reads. The history.expire.* ones are Iceberg's
+// own (table.MaxSnapshotAgeMsKey, table.MinSnapshotsToKeepKey); the lakegw.*
+// ones are lakegw's, so every gateway maintaining a table agrees.
+const (
+	// PropEnabled marks a table lakegw maintains in the background
+	// ("true"). quickstart and lsm.Create set it; a user may set it on any
+	// table lakegw should maintain.
+	PropEnabled = "lakegw.maintenance.enabled"
+	// PropMaxPin bounds how far back consumers' committed offsets hold
+	// snapshots, in ms.
+	PropMaxPin = "lakegw.consumer.max-pin"
+	// PropOrphanOlderThan is the grace period of orphan cleanup, in ms.
+	PropOrphanOlderThan = "lakegw.orphan-files.older-than-ms"
+)
+
+// Defaults when the table does not set the property. Snapshot retention
+// follows Apache Paimon's snapshot.time-retained (1 h) and
+// snapshot.num-retained.min (10): a streaming table keeps an hour of
+// history, never fewer than ten snapshots.
+const (
+	DefaultMaxSnapshotAge = time.Hour
+	DefaultMinSnapshots   = 10
+	DefaultMaxPin         = 24 * time.Hour
+	DefaultOrphanGrace    = 24 * time.Hour
+	// MinOrphanGrace is the floor of the grace period: a writer's files
+	// exist before the commit that references them, and a commit in flight
+	// must never lose them.
+	MinOrphanGrace = 10 * time.Minute
+	// DefaultPreviousVersionsMax is the number of old metadata files kept
+	// (write.metadata.previous-versions-max) on tables the pass caps.
+	DefaultPreviousVersionsMax = 10
+	// DefaultMaxManifests is the manifest count of the current snapshot
+	// above which its data manifests are merged.
+	DefaultMaxManifests = 16
+	// DefaultCompactDataFiles and DefaultCompactDeleteFiles trigger a
+	// small-file compaction of a merge-on-read table.
+	DefaultCompactDataFiles   = 32
+	DefaultCompactDeleteFiles = 32
+	// DefaultCommitAttempts bounds the reload-and-retry loop of each
+	// commit of the pass.
+	DefaultCommitAttempts = 8
+)
+
+// PinFunc says the commit time (ms) of the oldest snapshot a committed group
+// offset of the topic still needs; ok is false when nothing is pinned.
+type PinFunc func(ctx context.Context, topic string) (oldestNeededMs int64, ok bool)
+
+// Retention lets lakegw's LSM tables keep their changelog files past
+// snapshot expiry. Run calls it at four points of the pass.
+type Retention interface {
+	// BeforeExpire may change the transaction before snapshots are expired (e.g. tag snapshots to keep).
+	BeforeExpire(ctx context.Context, tbl *table.Table, tx *table.Transaction, now time.Time) error
+	// AfterExpire sees, in the same transaction, the snapshots about to be expired, oldest first.
+	AfterExpire(ctx context.Context, tbl *table.Table, tx *table.Transaction, expired []table.Snapshot) error
+	// KeepFiles lists files outside Iceberg metadata that orphan cleanup must keep.
+	KeepFiles(ctx context.Context, tbl *table.Table) (map[string]bool, error)
+	// Committed runs after a successful commit (e.g. delete changelog files past retention).
+	Committed(ctx context.Context, committed *table.Table) error
+}
+
+// Options tunes one pass. The zero value is a real pass with the defaults.
+type Options struct {
+	Log zerolog.Logger
+	// DryRun plans every step and reports it, and commits or deletes
+	// nothing.
+	DryRun bool
+	// Topic is the topic name given to Pin; default the dotted table name.
+	Topic string
+	// Pin reports what consumers still need (nil: no pins).
+	Pin PinFunc
+	// Retention is the LSM changelog hook (nil for other tables; an LSM
+	// table without one keeps every changelog file).
+	Retention Retention
+	// Exclusive, when set, runs the compaction step (all its attempts)
+	// with the table's writer paused. A position-delete writer deletes
+	// rows in the very files a compaction rewrites, so every commit of it
+	// during the rewrite makes the compaction start over; a writer in the
+	// same process (the quickstart demo) offers this instead.
+	Exclusive func(ctx context.Context, fn func(context.Context) error) error
+	// SkipOrphans leaves orphan cleanup out of the pass. It lists the
+	// whole table location and reads every manifest of every snapshot, so
+	// a background loop runs it less often than the rest.
+	SkipOrphans bool
+	// OrphanGrace overrides PropOrphanOlderThan; it is never below
+	// MinOrphanGrace.
+	OrphanGrace time.Duration
+	// MaxManifests, CompactDataFiles, CompactDeleteFiles and
+	// CommitAttempts override the defaults of the same names; 0 keeps
+	// them. A negative CompactDataFiles turns compaction off.
+	MaxManifests       int
+	CompactDataFiles   int
+	CompactDeleteFiles int
+	CommitAttempts     int
+}
+
+func (o Options) withDefaults(ident table.Identifier) Options {
+	if o.Topic == "" {
+		o.Topic = dotted(ident)
+	}
+	setDefault(&o.MaxManifests, DefaultMaxManifests)
+	setDefault(&o.CompactDataFiles, DefaultCompactDataFiles)
+	setDefault(&o.CompactDeleteFiles, DefaultCompactDeleteFiles)
+	setDefault(&o.CommitAttempts, DefaultCommitAttempts)
+	return o
+}
+
+func setDefault(v *int, def int) {
+	if *v == 0 {
+		*v = def
+	}
+}
+
+// retention is the snapshot retention a table asks for.
+type retention struct {
+	maxAge       time.Duration
+	minSnapshots int
+	maxPin       time.Duration
+	orphanGrace  time.Duration
+}
+
+func retentionOf(props iceberg.Properties, opts Options) retention {
+	r := retention{
+		maxAge:       msProp(props, table.MaxSnapshotAgeMsKey, DefaultMaxSnapshotAge),
+		minSnapshots: props.GetInt(table.MinSnapshotsToKeepKey, DefaultMinSnapshots),
+		maxPin:       msProp(props, PropMaxPin, DefaultMaxPin),
+		orphanGrace:  msProp(props, PropOrphanOlderThan, DefaultOrphanGrace),
+	}
+	if opts.OrphanGrace > 0 {
+		r.orphanGrace = opts.OrphanGrace
+	}
+	r.orphanGrace = max(r.orphanGrace, MinOrphanGrace)
+	r.minSnapshots = max(r.minSnapshots, 1)
+	r.maxAge = max(r.maxAge, 0)
+	return r
+}
+
+// msProp reads a duration property in milliseconds; an absent or malformed
+// value is the default (GetInt64 falls back the same way).
+func msProp(props iceberg.Properties, key string, def time.Duration) time.Duration {
+	return time.Duration(props.GetInt64(key, def.Milliseconds())) * time.Millisecond
+}

@@ -1,0 +1,135 @@
+package maintain
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/lakegw/lakegw/changelog"
+)
+
+// Where a lakegw LSM table keeps files that no Iceberg metadata references
+// (lsm/layout.go): its change events and, per snapshot, the JSON list of
+// them named by the snapshot summary key changelog.SummaryLSMManifest.
+const (
+	lsmChangelogDir      = "changelog/"
+	lsmChangelogManifest = "metadata/lsm-changelog-"
+)
+
+// removeOrphans removes files under the table location that no metadata
+// references and that are older than the grace period. A lakegw LSM
+// table's changelog files are outside Iceberg metadata by design: with a
+// Retention hook only the files it lists are kept, without one every
+// changelog file and changelog manifest is kept.
+func (p *pass) removeOrphans(ctx context.Context, rep *OrphanReport) error {
+	tbl, err := p.cat.LoadTable(ctx, p.ident)
+	if err != nil {
+		return fmt.Errorf("orphan cleanup: load %s: %w", p.name, err)
+	}
+	rep.Grace = retentionOf(tbl.Properties(), p.opts).orphanGrace
+	plan, err := tbl.PlanOrphanFiles(ctx, table.WithFilesOlderThan(rep.Grace))
+	if err != nil {
+		return fmt.Errorf("orphan cleanup of %s: plan: %w", p.name, err)
+	}
+	keep, err := p.keepFile(ctx, tbl)
+	if err != nil {
+		return err
+	}
+	var orphans []string
+	for _, f := range plan.Files() {
+		rep.Found++
+		if keep(f) {
+			rep.Kept++
+			continue
+		}
+		orphans = append(orphans, f)
+	}
+	if p.opts.DryRun {
+		rep.Removed = len(orphans)
+		return nil
+	}
+	rep.Removed, err = removeAll(ctx, tbl, orphans)
+	if err != nil {
+		return fmt.Errorf("orphan cleanup of %s: %w", p.name, err)
+	}
+	if rep.Removed > 0 {
+		p.log.Info().Int("removed", rep.Removed).Int("kept", rep.Kept).Dur("older_than", rep.Grace).Msg("removed orphan files")
+	}
+	return nil
+}
+
+// keepFile returns the predicate of unreferenced files orphan cleanup must
+// keep.
+func (p *pass) keepFile(ctx context.Context, tbl *table.Table) (func(string) bool, error) {
+	if p.opts.Retention != nil {
+		files, err := p.opts.Retention.KeepFiles(ctx, tbl)
+		if err != nil {
+			return nil, fmt.Errorf("orphan cleanup of %s: retention hook: %w", p.name, err)
+		}
+		kept := make(map[string]bool, len(files))
+		for f, k := range files {
+			if k {
+				kept[pathKey(f)] = true
+			}
+		}
+		return func(f string) bool { return kept[pathKey(f)] }, nil
+	}
+	if !changelog.IsLSMTable(tbl.Properties()) {
+		return func(string) bool { return false }, nil
+	}
+	loc := strings.TrimSuffix(pathKey(tbl.Location()), "/") + "/"
+	return func(f string) bool {
+		rel, ok := strings.CutPrefix(pathKey(f), loc)
+		if !ok {
+			// Not under the table location as spelled in the metadata:
+			// keep it rather than guess.
+			return true
+		}
+		return strings.HasPrefix(rel, lsmChangelogDir) || strings.HasPrefix(rel, lsmChangelogManifest)
+	}, nil
+}
+
+// pathKey spells a local file the same whether it came from metadata
+// (file:///x) or from listing the directory (/x).
+func pathKey(p string) string {
+	if rest, ok := strings.CutPrefix(p, "file://"); ok {
+		return rest
+	}
+	if rest, ok := strings.CutPrefix(p, "file:"); ok {
+		return rest
+	}
+	return p
+}
+
+// removeAll deletes files through the table's IO and returns how many it
+// removed. A file already gone counts as removed by someone else, not as
+// an error (a second gateway may run the same pass).
+func removeAll(ctx context.Context, tbl *table.Table, files []string) (int, error) {
+	if len(files) == 0 {
+		return 0, nil
+	}
+	fsys, err := tbl.FS(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("file IO: %w", err)
+	}
+	n := 0
+	var errs []error
+	for _, f := range files {
+		if err := ctx.Err(); err != nil {
+			return n, err
+		}
+		err := fsys.Remove(f)
+		switch {
+		case err == nil:
+			n++
+		case errors.Is(err, fs.ErrNotExist):
+		default:
+			errs = append(errs, fmt.Errorf("remove %s: %w", f, err))
+		}
+	}
+	return n, errors.Join(errs...)
+}

@@ -1,0 +1,69 @@
+package maintain
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+	"github.com/rs/zerolog"
+)
+
+// pass is one Run: the table and the options it runs with.
+type pass struct {
+	cat   catalog.Catalog
+	ident table.Identifier
+	name  string
+	opts  Options
+	log   zerolog.Logger
+}
+
+// Run runs one maintenance pass of the table, in this order: cap the
+// metadata files (the table properties, once), compact small data files of
+// a merge-on-read table, merge the current snapshot's manifests, expire
+// snapshots (and remove the files only they referenced), and remove
+// orphans past the grace period. Each step commits on its own, so a
+// failure leaves the steps before it done; the report says what happened
+// up to the error.
+func Run(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts Options) (Report, error) {
+	opts = opts.withDefaults(ident)
+	p := &pass{cat: cat, ident: ident, name: dotted(ident), opts: opts,
+		log: opts.Log.With().Str("table", dotted(ident)).Logger()}
+	rep := Report{Table: p.name, DryRun: opts.DryRun}
+
+	if err := p.capMetadata(ctx, &rep); err != nil {
+		return rep, err
+	}
+	if err := p.compact(ctx, &rep.Compaction); err != nil {
+		return rep, err
+	}
+	if err := p.mergeManifests(ctx, &rep.Manifests); err != nil {
+		return rep, err
+	}
+	if err := p.expire(ctx, &rep.Expiry); err != nil {
+		return rep, err
+	}
+	if !opts.SkipOrphans {
+		if err := p.removeOrphans(ctx, &rep.Orphans); err != nil {
+			return rep, err
+		}
+	}
+	tbl, err := cat.LoadTable(ctx, ident)
+	if err != nil {
+		return rep, fmt.Errorf("load %s after maintenance: %w", p.name, err)
+	}
+	rep.MetadataFiles = countMetadataFiles(tbl)
+	p.log.Debug().Interface("report", rep).Msg("maintenance pass")
+	return rep, nil
+}
+
+func countMetadataFiles(tbl *table.Table) int {
+	n := 1
+	for range tbl.Metadata().PreviousFiles() {
+		n++
+	}
+	return n
+}
+
+func dotted(ident table.Identifier) string { return strings.Join(ident, ".") }
