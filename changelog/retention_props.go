@@ -17,6 +17,10 @@ const (
 	PropRetentionMs    = "lakegw.retention.ms"
 	PropRetentionBytes = "lakegw.retention.bytes"
 	PropMaxPinMs       = "lakegw.consumer.max-pin"
+	// PropMaintenanceEnabled marks a table serve maintains in the
+	// background ("true"): quickstart and lsm.Create set it, a user may set
+	// it on any table lakegw should maintain.
+	PropMaintenanceEnabled = "lakegw.maintenance.enabled"
 )
 
 // Retention defaults: Kafka's retention.ms (7 days) and retention.bytes

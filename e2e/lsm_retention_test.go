@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"github.com/lakegw/lakegw/changelog"
 	"github.com/lakegw/lakegw/lake"
 	"github.com/lakegw/lakegw/lsm"
+	"github.com/lakegw/lakegw/maintain"
 )
 
 // A lakegw primary-key table keeps its topic's retention.ms of changes
@@ -160,41 +162,14 @@ func TestLSMTopicKeepsRetentionPastSnapshotExpiry(t *testing.T) {
 
 func head(s []string) []string { return s[:min(len(s), 3)] }
 
-// expireLSM runs one expiry pass on an LSM table as maintenance does,
-// keeping the last n snapshots.
+// expireLSM runs one maintenance pass on an LSM table, as serve and
+// `lakegw maintain` do, keeping the last n snapshots whatever their age.
 func expireLSM(t *testing.T, cat catalog.Catalog, ident table.Identifier, n int) {
 	t.Helper()
-	ctx := context.Background()
-	tbl, err := cat.LoadTable(ctx, ident)
+	setProps(t, cat, ident, map[string]string{table.MinSnapshotsToKeepKey: strconv.Itoa(n), table.MaxSnapshotAgeMsKey: "0"})
+	log := zerolog.New(zerolog.NewTestWriter(t))
+	_, err := maintain.Run(context.Background(), cat, ident, maintain.Options{Log: log, Retention: lsm.NewRetention(cat, log)})
 	if err != nil {
-		t.Fatal(err)
-	}
-	ret := lsm.NewRetention(cat, zerolog.New(zerolog.NewTestWriter(t)))
-	if tbl, err = ret.BeforeExpire(ctx, tbl, time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	tx := tbl.NewTransaction()
-	if err := tx.ExpireSnapshots(table.WithRetainLast(n), table.WithOlderThan(0)); err != nil {
-		t.Fatal(err)
-	}
-	staged, err := tx.StagedTable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var expired []table.Snapshot
-	for _, s := range tbl.Metadata().Snapshots() {
-		if staged.Metadata().SnapshotByID(s.SnapshotID) == nil {
-			expired = append(expired, s)
-		}
-	}
-	if err := ret.AfterExpire(ctx, tbl, tx, expired); err != nil {
-		t.Fatal(err)
-	}
-	committed, err := tx.Commit(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ret.Committed(ctx, committed); err != nil {
 		t.Fatal(err)
 	}
 }

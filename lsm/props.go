@@ -26,9 +26,6 @@ const (
 	PropSeqGroupPrefix = "lakegw.lsm.sequence-group."
 	// PropPartitions is the topic partition count; always = buckets.
 	PropPartitions = "lakegw.partitions"
-	// PropMaintenance marks the table for serve's background maintenance
-	// (maintain.PropEnabled).
-	PropMaintenance = "lakegw.maintenance.enabled"
 )
 
 // Merge engine names.

@@ -75,13 +75,20 @@ func checkpoints(meta table.Metadata) []checkpoint {
 	return out
 }
 
-// BeforeExpire tags the head as a new checkpoint when the newest is a
+// BeforeExpire moves the checkpoints (Checkpoint) before a maintenance pass
+// stages its expiry on the table they leave.
+func (r *Retention) BeforeExpire(ctx context.Context, tbl *table.Table, now time.Time) error {
+	_, err := r.Checkpoint(ctx, tbl, now)
+	return err
+}
+
+// Checkpoint tags the head as a new checkpoint when the newest is a
 // quarter of the retention old (or there is none), and drops the oldest
 // checkpoint once the next one is older than the retention: the changes
 // between them are past retention.ms. It commits the tags on its own
 // (iceberg-go transactions cannot stage refs) and returns the table as
 // committed, on which the caller expires snapshots.
-func (r *Retention) BeforeExpire(ctx context.Context, tbl *table.Table, now time.Time) (*table.Table, error) {
+func (r *Retention) Checkpoint(ctx context.Context, tbl *table.Table, now time.Time) (*table.Table, error) {
 	if !changelog.IsLSMTable(tbl.Properties()) {
 		return tbl, nil
 	}

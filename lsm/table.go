@@ -14,6 +14,8 @@ import (
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 	"github.com/rs/zerolog"
+
+	"github.com/lakegw/lakegw/changelog"
 )
 
 // Options configures an opened LSM table.
@@ -152,7 +154,7 @@ func Create(ctx context.Context, cat catalog.Catalog, ident table.Identifier, sc
 		// lsm/ must not import maintain/).
 		table.MetadataDeleteAfterCommitEnabledKey: "true",
 		table.MetadataPreviousVersionsMaxKey:      "10",
-		PropMaintenance:                           "true",
+		changelog.PropMaintenanceEnabled:          "true",
 	}
 	for col, f := range co.Aggregates {
 		props[PropAggPrefix+col] = f

@@ -21,17 +21,21 @@ const pinSlack = time.Second
 // referenced. The Retention hook sees the transaction before and after the
 // expiry and the committed table.
 func (p *pass) expire(ctx context.Context, rep *ExpiryReport) error {
+	if p.opts.Retention != nil && !p.opts.DryRun {
+		tbl, err := p.cat.LoadTable(ctx, p.ident)
+		if err != nil {
+			return fmt.Errorf("snapshot expiry: load %s: %w", p.name, err)
+		}
+		if err := p.opts.Retention.BeforeExpire(ctx, tbl, time.Now()); err != nil {
+			return fmt.Errorf("retention hook before expiry of %s: %w", p.name, err)
+		}
+	}
 	var expired []table.Snapshot
 	base, committed, err := p.commitStep(ctx, "snapshot expiry", func(ctx context.Context, tbl *table.Table, tx *table.Transaction) (bool, error) {
 		now := time.Now()
 		ret := retentionOf(tbl.Properties(), p.opts)
 		*rep = ExpiryReport{SnapshotsBefore: len(tbl.Metadata().Snapshots()), MinSnapshots: ret.minSnapshots}
 		rep.MaxAge, rep.Pin = p.pinnedAge(ctx, ret, now)
-		if p.opts.Retention != nil {
-			if err := p.opts.Retention.BeforeExpire(ctx, tbl, tx, now); err != nil {
-				return false, fmt.Errorf("retention hook before expiry: %w", err)
-			}
-		}
 		if err := tx.ExpireSnapshots(table.WithOlderThan(rep.MaxAge), table.WithRetainLast(ret.minSnapshots),
 			table.WithPostCommit(false)); err != nil {
 			return false, fmt.Errorf("expire snapshots: %w", err)

@@ -18,6 +18,8 @@ import (
 	"github.com/lakegw/lakegw/internal/lsmmodel"
 	"github.com/lakegw/lakegw/lsm"
 	"github.com/lakegw/lakegw/maintain"
+
+	"github.com/lakegw/lakegw/changelog"
 )
 
 // changelogFiles lists the LSM changelog files and changelog manifests
@@ -144,7 +146,7 @@ type recordingRetention struct {
 	committed int
 }
 
-func (r *recordingRetention) BeforeExpire(context.Context, *table.Table, *table.Transaction, time.Time) error {
+func (r *recordingRetention) BeforeExpire(context.Context, *table.Table, time.Time) error {
 	r.before++
 	return nil
 }
@@ -234,7 +236,7 @@ func TestPinsHoldSnapshots(t *testing.T) {
 
 	// A pin older than max-pin is cut there: with max-pin 1 ms nothing
 	// beyond the table's own 10 snapshots is kept.
-	setProps(t, cat, ident, map[string]string{maintain.PropMaxPin: "1"})
+	setProps(t, cat, ident, map[string]string{changelog.PropMaxPinMs: "1"})
 	rep, err = maintain.Run(ctx, cat, ident, maintain.Options{Log: log, Pin: pin})
 	if err != nil {
 		t.Fatal(err)

@@ -7,19 +7,14 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 	"github.com/rs/zerolog"
+
+	"github.com/lakegw/lakegw/changelog"
 )
 
 // Table properties the pass reads. The history.expire.* ones are Iceberg's
 // own (table.MaxSnapshotAgeMsKey, table.MinSnapshotsToKeepKey); the lakegw.*
 // ones are lakegw's, so every gateway maintaining a table agrees.
 const (
-	// PropEnabled marks a table lakegw maintains in the background
-	// ("true"). quickstart and lsm.Create set it; a user may set it on any
-	// table lakegw should maintain.
-	PropEnabled = "lakegw.maintenance.enabled"
-	// PropMaxPin bounds how far back consumers' committed offsets hold
-	// snapshots, in ms.
-	PropMaxPin = "lakegw.consumer.max-pin"
 	// PropOrphanOlderThan is the grace period of orphan cleanup, in ms.
 	PropOrphanOlderThan = "lakegw.orphan-files.older-than-ms"
 )
@@ -31,7 +26,7 @@ const (
 const (
 	DefaultMaxSnapshotAge = time.Hour
 	DefaultMinSnapshots   = 10
-	DefaultMaxPin         = 24 * time.Hour
+	DefaultMaxPin         = time.Duration(changelog.DefaultMaxPinMs) * time.Millisecond
 	DefaultOrphanGrace    = 24 * time.Hour
 	// MinOrphanGrace is the floor of the grace period: a writer's files
 	// exist before the commit that references them, and a commit in flight
@@ -59,8 +54,10 @@ type PinFunc func(ctx context.Context, topic string) (oldestNeededMs int64, ok b
 // Retention lets lakegw's LSM tables keep their changelog files past
 // snapshot expiry. Run calls it at four points of the pass.
 type Retention interface {
-	// BeforeExpire may change the transaction before snapshots are expired (e.g. tag snapshots to keep).
-	BeforeExpire(ctx context.Context, tbl *table.Table, tx *table.Transaction, now time.Time) error
+	// BeforeExpire runs once per pass, before the expiry is staged, on the
+	// table as loaded; it may commit metadata of its own (tags that keep
+	// snapshots), which the expiry then sees.
+	BeforeExpire(ctx context.Context, tbl *table.Table, now time.Time) error
 	// AfterExpire sees, in the same transaction, the snapshots about to be expired, oldest first.
 	AfterExpire(ctx context.Context, tbl *table.Table, tx *table.Transaction, expired []table.Snapshot) error
 	// KeepFiles lists files outside Iceberg metadata that orphan cleanup must keep.
@@ -133,7 +130,7 @@ func retentionOf(props iceberg.Properties, opts Options) retention {
 	r := retention{
 		maxAge:       msProp(props, table.MaxSnapshotAgeMsKey, DefaultMaxSnapshotAge),
 		minSnapshots: props.GetInt(table.MinSnapshotsToKeepKey, DefaultMinSnapshots),
-		maxPin:       msProp(props, PropMaxPin, DefaultMaxPin),
+		maxPin:       msProp(props, changelog.PropMaxPinMs, DefaultMaxPin),
 		orphanGrace:  msProp(props, PropOrphanOlderThan, DefaultOrphanGrace),
 	}
 	if opts.OrphanGrace > 0 {

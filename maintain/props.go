@@ -6,6 +6,8 @@ import (
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/lakegw/lakegw/changelog"
 )
 
 // CappedMetadataProperties are the table properties that make every commit
@@ -25,7 +27,7 @@ func CappedMetadataProperties() iceberg.Properties {
 // the metadata cap, and the marker that serve maintains it.
 func CreateProperties() iceberg.Properties {
 	props := CappedMetadataProperties()
-	props[PropEnabled] = "true"
+	props[changelog.PropMaintenanceEnabled] = "true"
 	return props
 }
 

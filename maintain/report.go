@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/lakegw/lakegw/changelog"
 )
 
 // Report says what one pass did (or, in a dry run, would do).
@@ -106,7 +108,7 @@ func (r Report) String() string {
 	fmt.Fprintf(&b, "  files removed:       %d (referenced only by expired snapshots)\n", e.FilesRemoved)
 	switch {
 	case e.Pin.Pinned && e.Pin.Capped:
-		fmt.Fprintf(&b, "  pins:                topic %s needs history from %s; capped by %s\n", e.Pin.Topic, msTime(e.Pin.OldestNeededMs), PropMaxPin)
+		fmt.Fprintf(&b, "  pins:                topic %s needs history from %s; capped by %s\n", e.Pin.Topic, msTime(e.Pin.OldestNeededMs), changelog.PropMaxPinMs)
 	case e.Pin.Pinned:
 		fmt.Fprintf(&b, "  pins:                topic %s needs history from %s; kept\n", e.Pin.Topic, msTime(e.Pin.OldestNeededMs))
 	default:

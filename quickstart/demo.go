@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strconv"
 	"sync"
 	"time"
 
@@ -200,6 +201,9 @@ func ensureTable(ctx context.Context, cat catalog.Catalog, ident table.Identifie
 // instead of rewriting files. It also caps the metadata files and marks the
 // table for lakegw's background maintenance: the demo commits every
 // second, forever.
+// demoSnapshotAge is how long the demo table keeps its snapshots.
+const demoSnapshotAge = 10 * time.Minute
+
 func tableProperties() iceberg.Properties {
 	props := maintain.CreateProperties()
 	maps.Copy(props, iceberg.Properties{
@@ -207,6 +211,10 @@ func tableProperties() iceberg.Properties {
 		"write.delete.mode": "merge-on-read",
 		"write.update.mode": "merge-on-read",
 		"write.merge.mode":  "merge-on-read",
+		// The demo commits every second: ten minutes of snapshots (600)
+		// keep its metadata small and still give a consumer ten minutes
+		// of history after the compacted prefix.
+		table.MaxSnapshotAgeMsKey: strconv.FormatInt(demoSnapshotAge.Milliseconds(), 10),
 	})
 	return props
 }

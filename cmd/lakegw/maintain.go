@@ -11,6 +11,7 @@ import (
 
 	"github.com/lakegw/lakegw/changelog"
 	"github.com/lakegw/lakegw/lake"
+	"github.com/lakegw/lakegw/lsm"
 	"github.com/lakegw/lakegw/maintain"
 	"github.com/lakegw/lakegw/quickstart"
 	"github.com/lakegw/lakegw/topics"
@@ -34,23 +35,28 @@ func cmdMaintain(ctx context.Context, args []string) error {
 	}
 	// No consumer pins here: the CLI does not open the gateway's state
 	// store (a running serve holds it). Pins apply in serve's passes.
-	rep, err := maintain.Run(ctx, cat, ident, maintain.Options{Log: log, DryRun: *dryRun, Retention: retentionFor(tbl)})
+	rep, err := maintain.Run(ctx, cat, ident, maintain.Options{Log: log, DryRun: *dryRun, Retention: retentionFor(cat, tbl, log)})
 	fmt.Print(rep)
 	return err
 }
 
 // maintained reports whether serve maintains a table: lakegw's LSM tables,
-// and every table marked with maintain.PropEnabled (the quickstart demo, or
+// and every table marked with changelog.PropMaintenanceEnabled (the quickstart demo, or
 // any table a user marks).
 func maintained(tbl *table.Table) bool {
 	props := tbl.Properties()
-	return changelog.IsLSMTable(props) || props[maintain.PropEnabled] == "true"
+	return changelog.IsLSMTable(props) || props[changelog.PropMaintenanceEnabled] == "true"
 }
 
-// retentionFor is the changelog retention hook of a table: nil until the
-// LSM changelog retention lands, which makes orphan cleanup keep every
-// changelog file of an LSM table (maintain's safe default).
-func retentionFor(*table.Table) maintain.Retention { return nil }
+// retentionFor is the changelog retention hook of a table: lakegw's LSM
+// tables keep their topic's retention.ms of changes past snapshot expiry;
+// other tables have none (nil).
+func retentionFor(cat catalog.Catalog, tbl *table.Table, log zerolog.Logger) maintain.Retention {
+	if !changelog.IsLSMTable(tbl.Properties()) {
+		return nil
+	}
+	return lsm.NewRetention(cat, log)
+}
 
 // orphanEvery is how often the background loop looks for orphans.
 const orphanEvery = time.Hour
@@ -82,7 +88,7 @@ func runMaintainer(ctx context.Context, cat catalog.Catalog, reg *topics.Registr
 				continue
 			}
 			done[key] = true
-			opts := maintain.Options{Log: log, Topic: t.Name, Pin: pins, Retention: retentionFor(tbl),
+			opts := maintain.Options{Log: log, Topic: t.Name, Pin: pins, Retention: retentionFor(cat, tbl, log),
 				SkipOrphans: time.Since(lastOrphans[key]) < orphanEvery}
 			if demo != nil && key == quickstart.DefaultTableName {
 				opts.Exclusive = demo.Paused

@@ -158,9 +158,8 @@ func cmdServe(ctx context.Context, args []string, demo bool) error {
 	}
 	var maintainer func(context.Context) error
 	if *maintainEvery > 0 {
-		// Consumer pins: consumerPins (cmd/lakegw/pins.go, built on the
-		// group offsets in store) plugs in here; nil pins nothing.
-		var pins maintain.PinFunc
+		// Committed group offsets hold the snapshots they still need.
+		pins := maintain.PinFunc(consumerPins(reg, coord))
 		maintainer = func(ctx context.Context) error {
 			return runMaintainer(ctx, cat, reg, *maintainEvery, pins, demoWriter, log.With().Str("component", "maintain").Logger())
 		}
