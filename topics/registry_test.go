@@ -236,6 +236,11 @@ func TestExpiredSnapshotsBecomeACompactedPrefix(t *testing.T) {
 	if hw, ep := tp.Index.HighWatermark(0), tp.Index.LeaderEpoch(); hw != 7 || ep != 1 {
 		t.Fatalf("after expiry: hwm %d epoch %d, want 7 1", hw, ep)
 	}
+	// Epoch 0 ends at the prefix's base: consumers at offsets 4..6 see
+	// the truncation and reread from 4.
+	if ep, end, ok := tp.Index.EpochEnd(0, 0); !ok || ep != 0 || end != 4 {
+		t.Fatalf("epoch 0 must end at the prefix's base 4: %d %d %v", ep, end, ok)
+	}
 	seg, ok := tp.Index.Locate(0, 4)
 	if !ok || seg.Kind != offsets.KindCompactedPrefix {
 		t.Fatalf("offset 4: %+v", seg)
