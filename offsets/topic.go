@@ -139,11 +139,8 @@ func (t *Topic) Snapshots() []Snapshot {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	out := make([]Snapshot, len(t.parts[0]))
-	for i, g := range t.parts[0] {
-		out[i] = Snapshot{Kind: g.Kind, SnapshotID: g.SnapshotID, SequenceNumber: g.SequenceNumber, TimestampMs: g.TimestampMs, Counts: make([]int64, len(t.parts))}
-		for p := range t.parts {
-			out[i].Counts[p] = t.parts[p][i].Count
-		}
+	for i := range out {
+		out[i], _ = t.snapshotAtLocked(i)
 	}
 	return out
 }

@@ -151,7 +151,8 @@ func (w *watcher) sync(ctx context.Context) error {
 			return err
 		}
 	}
-	w.topic.tbl.Store(tbl)
+	// index publishes tbl once the index agrees with it: fetches must not
+	// look up an indexed snapshot in a table state that expired it.
 	if err := w.index(ctx, tbl); err != nil {
 		return err
 	}
@@ -190,8 +191,44 @@ func (w *watcher) openTopic(ctx context.Context, tbl *table.Table) error {
 	return nil
 }
 
-// index brings the topic's index up to the table's main-branch history.
+// index brings the topic's index up to the table's main-branch history,
+// and publishes tbl as the topic's table state before it indexes a
+// snapshot only tbl holds.
 func (w *watcher) index(ctx context.Context, tbl *table.Table) error {
+	t := w.topic
+	if refs, ok, err := w.newSnapshots(tbl); err != nil {
+		return err
+	} else if ok {
+		t.setTable(tbl)
+		return w.appendSnapshots(ctx, tbl, refs, false)
+	}
+	return w.realign(ctx, tbl)
+}
+
+// newSnapshots returns the snapshots committed after the last indexed one,
+// walking back from the main head no further than it: the common case
+// costs the new snapshots, not the history. ok is false when the index
+// must be aligned with the whole history: nothing indexed yet, the oldest
+// indexed snapshot expired (a prefix to compact), or the last one no
+// longer an ancestor of the main head (a rollback or rewrite).
+func (w *watcher) newSnapshots(tbl *table.Table) (refs []changelog.SnapshotRef, ok bool, err error) {
+	idx := w.topic.Index
+	last, ok := idx.Last()
+	if !ok {
+		return nil, false, nil
+	}
+	first, _ := idx.First()
+	meta := tbl.Metadata()
+	if meta.SnapshotByID(first.SnapshotID) == nil {
+		return nil, false, nil
+	}
+	return changelog.MainHistorySince(meta, changelog.SnapshotRef{SnapshotID: last.SnapshotID, SequenceNumber: last.SequenceNumber})
+}
+
+// realign aligns the index with the table's whole main-branch history:
+// expired snapshots become a compacted prefix, a rewritten history is
+// truncated under a new leader epoch, then what is new is appended.
+func (w *watcher) realign(ctx context.Context, tbl *table.Table) error {
 	hist, err := changelog.MainHistory(tbl.Metadata())
 	if err != nil {
 		return err
@@ -235,14 +272,23 @@ func (w *watcher) index(ctx context.Context, tbl *table.Table) error {
 			return fmt.Errorf("offset index of %s does not align with the table history after truncation", t.Name)
 		}
 	}
+	t.setTable(tbl)
+	return w.appendSnapshots(ctx, tbl, hist[start:], start == 0)
+}
+
+// appendSnapshots indexes refs, new snapshots of tbl in order. atStart
+// says refs begin the table's retained history, so the first may follow
+// snapshots expired before lakegw saw them.
+func (w *watcher) appendSnapshots(ctx context.Context, tbl *table.Table, refs []changelog.SnapshotRef, atStart bool) error {
+	t := w.topic
 	grew := false
 	defer func() {
 		if grew {
 			t.notify()
 		}
 	}()
-	for i, ref := range hist[start:] {
-		if start+i == 0 && hasExpiredParent(tbl, ref.SnapshotID) {
+	for i, ref := range refs {
+		if atStart && i == 0 && hasExpiredParent(tbl, ref.SnapshotID) {
 			// The table's history starts after snapshots that were expired
 			// before lakegw saw them: the oldest retained snapshot's changes
 			// cannot be derived, so the topic starts with its live rows.
