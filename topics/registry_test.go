@@ -97,6 +97,13 @@ func startRegistry(t *testing.T, dir string) *fixture {
 // the fixture's cat is the catalog itself.
 func startRegistryWith(t *testing.T, dir string, wrap func(catalog.Catalog) catalog.Catalog) *fixture {
 	t.Helper()
+	return startRegistrySetUp(t, dir, wrap, nil)
+}
+
+// startRegistrySetUp is startRegistryWith, with setup (if not nil) given
+// the registry and the catalog before the registry runs.
+func startRegistrySetUp(t *testing.T, dir string, wrap func(catalog.Catalog) catalog.Catalog, setup func(*Registry, catalog.Catalog)) *fixture {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	cat, err := lake.OpenCatalog(ctx, dir, nil)
 	if err != nil {
@@ -107,6 +114,9 @@ func startRegistryWith(t *testing.T, dir string, wrap func(catalog.Catalog) cata
 		t.Fatal(err)
 	}
 	reg := New(Config{PollInterval: 20 * time.Millisecond, ListInterval: 50 * time.Millisecond}, wrap(cat), store, zerolog.New(zerolog.NewTestWriter(t)))
+	if setup != nil {
+		setup(reg, cat)
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

@@ -139,6 +139,17 @@ func (w *watcher) sync(ctx context.Context) error {
 		// can appear until it is registered again.
 		return nil
 	}
+	if w.topic != nil && w.lastErr == "" && w.src.fromCat && w.r.pointers != nil {
+		// An idle poll reads one catalog row, not the metadata JSON,
+		// which grows with the table's history.
+		loc, ok, err := w.r.pointers.Location(ctx, w.src.ident)
+		if err != nil {
+			return &loadError{err}
+		}
+		if ok && loc == w.lastMeta {
+			return nil
+		}
+	}
 	tbl, err := w.load(ctx)
 	if err != nil {
 		return &loadError{err}
