@@ -1,5 +1,12 @@
 package offsets
 
+import (
+	"context"
+	"fmt"
+
+	"github.com/lakegw/lakegw/state"
+)
+
 // Len is the number of indexed snapshots.
 func (t *Topic) Len() int {
 	t.mu.RLock()
@@ -35,4 +42,29 @@ func (t *Topic) snapshotAtLocked(i int) (Snapshot, bool) {
 		s.Counts[p] = t.parts[p][i].Count
 	}
 	return s, true
+}
+
+// RaiseEpoch starts the log of an empty index under epoch, when that is
+// higher than its current one: an index rebuilt from nothing for a table
+// whose early history is gone cannot reproduce the offsets it had, so it
+// must not reuse an epoch under which they were served.
+func (t *Topic) RaiseEpoch(ctx context.Context, epoch int32) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.parts[0]) > 0 {
+		return fmt.Errorf("topic %s: raise the epoch of an index holding %d snapshots", t.st.Topic, len(t.parts[0]))
+	}
+	if epoch <= maxEpoch(t.st.Epochs) {
+		return nil
+	}
+	st := t.st
+	st.Epochs = make([][]state.EpochStart, len(t.st.Epochs))
+	for p := range st.Epochs {
+		st.Epochs[p] = truncateEpochs(t.st.Epochs[p], epoch, t.endLocked(int32(p)))
+	}
+	if err := t.store.ReplaceTopic(ctx, st, nil); err != nil {
+		return err
+	}
+	t.st = st
+	return nil
 }

@@ -3,6 +3,8 @@ package topics
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/apache/iceberg-go/table"
@@ -32,17 +34,7 @@ func TestSegmentDroppedByExpiryReadsOrIsGone(t *testing.T) {
 
 	// Expire the first snapshot, keeping its files: the second becomes
 	// the compacted prefix over offsets 0..3.
-	tbl, err := f.cat.LoadTable(ctx, ident)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tx := tbl.NewTransaction()
-	if err := tx.ExpireSnapshots(table.WithRetainLast(2), table.WithOlderThan(0), table.WithPostCommit(false)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
+	expireAllButLast2(t, f.cat, ident, table.WithPostCommit(false))
 	// The index drops the snapshot first; the table state that expired
 	// it is published after.
 	waitFor(t, "the compacted prefix and the new table state", func() bool {
@@ -64,5 +56,40 @@ func TestSegmentDroppedByExpiryReadsOrIsGone(t *testing.T) {
 	tp.changes.Remove(changesKey{tp.Name, seg.SnapshotID, seg.Kind})
 	if _, err := tp.Changes(ctx, seg); !errors.Is(err, ErrSegmentGone) {
 		t.Fatalf("a segment no state holds: %v, want ErrSegmentGone", err)
+	}
+}
+
+// The state store is lost after snapshots expired: the rebuilt index
+// cannot number the offsets as before, so it starts under an epoch higher
+// than any the lost one used (the table's last sequence number), and a
+// consumer of the old epoch is told its records are gone.
+func TestRebuiltIndexAfterExpiryStartsUnderAFreshEpoch(t *testing.T) {
+	dir := t.TempDir()
+	f := startRegistry(t, dir)
+	ident := table.Identifier{"ns", "lost"}
+	createTable(t, f, ident)
+	appendIDs(t, f.cat, ident, 1, 2, 3)
+	appendIDs(t, f.cat, ident, 4)
+	appendIDs(t, f.cat, ident, 5)
+	waitFor(t, "5 records", func() bool { tp, ok := f.reg.Topic("ns.lost"); return ok && tp.Index.HighWatermark(0) == 5 })
+	expireAllButLast2(t, f.cat, ident)
+	tp, _ := f.reg.Topic("ns.lost")
+	waitFor(t, "the compacted prefix", func() bool { return tp.Index.LeaderEpoch() == 1 })
+	f.stop()
+	if err := os.Remove(filepath.Join(dir, "state.db")); err != nil {
+		t.Fatal(err)
+	}
+
+	g := startRegistry(t, dir)
+	// Live rows 1-4 at the oldest retained snapshot, then the insert of 5.
+	waitFor(t, "the rebuilt index", func() bool { tp, ok := g.reg.Topic("ns.lost"); return ok && tp.Index.HighWatermark(0) == 5 })
+	tp, _ = g.reg.Topic("ns.lost")
+	if ep := tp.Index.LeaderEpoch(); ep != 3 {
+		t.Fatalf("rebuilt index under epoch %d, want 3 (the table's last sequence number)", ep)
+	}
+	// A consumer at offset 5 under the old epoch 1 learns that epoch 1
+	// ended where the rebuilt log starts.
+	if ep, end, ok := tp.Index.EpochEnd(0, 1); !ok || ep != 1 || end != 0 {
+		t.Fatalf("EpochEnd(1) = %d %d %v, want 1 0 true", ep, end, ok)
 	}
 }

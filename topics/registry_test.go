@@ -40,13 +40,19 @@ func createTable(t *testing.T, f *fixture, ident table.Identifier) {
 // rewrite the index must truncate.
 func rollbackTo(t *testing.T, cat catalog.Catalog, ident table.Identifier, id int64) {
 	t.Helper()
+	commitTx(t, cat, ident, func(tx *table.Transaction) error { return tx.RollbackToSnapshot(id) })
+}
+
+// commitTx loads the table, applies change to a transaction and commits it.
+func commitTx(t *testing.T, cat catalog.Catalog, ident table.Identifier, change func(*table.Transaction) error) {
+	t.Helper()
 	ctx := context.Background()
 	tbl, err := cat.LoadTable(ctx, ident)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tx := tbl.NewTransaction()
-	if err := tx.RollbackToSnapshot(id); err != nil {
+	if err := change(tx); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := tx.Commit(ctx); err != nil {
@@ -79,6 +85,15 @@ func appendIDs(t *testing.T, cat catalog.Catalog, ident table.Identifier, ids ..
 		t.Fatal(err)
 	}
 	return next
+}
+
+// expireAllButLast2 commits an expiry keeping the table's last 2
+// snapshots, with opts (table.WithPostCommit(false) keeps the files).
+func expireAllButLast2(t *testing.T, cat catalog.Catalog, ident table.Identifier, opts ...table.ExpireSnapshotsOpt) {
+	t.Helper()
+	commitTx(t, cat, ident, func(tx *table.Transaction) error {
+		return tx.ExpireSnapshots(append([]table.ExpireSnapshotsOpt{table.WithRetainLast(2), table.WithOlderThan(0)}, opts...)...)
+	})
 }
 
 type fixture struct {
@@ -231,17 +246,7 @@ func TestExpiredSnapshotsBecomeACompactedPrefix(t *testing.T) {
 
 	// Expire the first snapshot: the second (2 live rows) becomes the
 	// compacted prefix in place of the first 6 offsets.
-	tbl, err = f.cat.LoadTable(ctx, ident)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tx := tbl.NewTransaction()
-	if err := tx.ExpireSnapshots(table.WithRetainLast(2), table.WithOlderThan(0)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
+	expireAllButLast2(t, f.cat, ident)
 	waitFor(t, "compacted prefix", func() bool { return tp.Index.LogStart(0) == 4 })
 	if hw, ep := tp.Index.HighWatermark(0), tp.Index.LeaderEpoch(); hw != 7 || ep != 1 {
 		t.Fatalf("after expiry: hwm %d epoch %d, want 7 1", hw, ep)
@@ -288,17 +293,7 @@ func TestAllIndexedSnapshotsExpiredWhileAway(t *testing.T) {
 	}
 	appendIDs(t, cat, ident, 5, 6)
 	appendIDs(t, cat, ident, 7)
-	tbl, err := cat.LoadTable(ctx, ident)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tx := tbl.NewTransaction()
-	if err := tx.ExpireSnapshots(table.WithRetainLast(2), table.WithOlderThan(0)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
+	expireAllButLast2(t, cat, ident)
 
 	g := startRegistry(t, dir)
 	// Live rows at the oldest retained snapshot: ids 1-6; then the insert of 7.

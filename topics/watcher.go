@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/apache/iceberg-go/table"
@@ -171,11 +172,13 @@ func (w *watcher) sync(ctx context.Context) error {
 	return nil
 }
 
-// A topic's plan cache holds the plans of a few recent snapshots (the
-// watcher needs the last one; fetches deriving in order use the others),
-// up to planCacheFiles live data files in all (some 200 bytes each).
+// A topic's plan cache holds the plans of recent snapshots (the watcher
+// needs the last one; fetches deriving in order, several at a time, use
+// the others, and a cold reader's first derivation plans a run of them at
+// once), up to planCacheFiles live data files in all (some 200 bytes
+// each): the file bound is what limits the memory.
 const (
-	planCachePlans = 4
+	planCachePlans = 64
 	planCacheFiles = 1 << 18
 )
 
@@ -375,6 +378,9 @@ func hasExpiredParent(tbl *table.Table, snapshotID int64) bool {
 
 // indexPrefix indexes a snapshot as a compacted prefix: its live rows.
 func (w *watcher) indexPrefix(ctx context.Context, tbl *table.Table, ref changelog.SnapshotRef) error {
+	if err := w.freshEpoch(ctx, tbl); err != nil {
+		return err
+	}
 	c, err := w.addPrefix(ctx, tbl, ref, "live rows of a snapshot whose parent was expired", func(counts []int64) error {
 		return w.topic.Index.Append(ctx, []offsets.Snapshot{{Kind: offsets.KindCompactedPrefix, SnapshotID: ref.SnapshotID,
 			SequenceNumber: ref.SequenceNumber, TimestampMs: ref.TimestampMs, Counts: counts}})
@@ -384,6 +390,35 @@ func (w *watcher) indexPrefix(ctx context.Context, tbl *table.Table, ref changel
 	}
 	w.log.Info().Int64("snapshot_id", ref.SnapshotID).Int("live_rows", len(c.Records)).
 		Msg("the table's history starts after expired snapshots; the topic starts with the live rows of its oldest snapshot")
+	return nil
+}
+
+// freshEpoch starts an empty index (its state lost, or never kept) of a
+// table whose history begins after expired snapshots under an epoch higher
+// than any an earlier index of it could have used: offsets cannot be
+// rebuilt as they were, and consumers must see a truncation rather than
+// other records at their offsets. Every epoch lakegw starts follows a
+// commit, so the table's last sequence number (the number of snapshots in
+// format v1, which has none) bounds them.
+func (w *watcher) freshEpoch(ctx context.Context, tbl *table.Table) error {
+	idx := w.topic.Index
+	if idx.Len() > 0 {
+		return nil
+	}
+	meta := tbl.Metadata()
+	bound := meta.LastSequenceNumber()
+	if meta.Version() == 1 {
+		bound = int64(len(meta.Snapshots()))
+	}
+	epoch := int32(min(bound, math.MaxInt32))
+	if epoch <= idx.LeaderEpoch() {
+		return nil
+	}
+	if err := idx.RaiseEpoch(ctx, epoch); err != nil {
+		return err
+	}
+	w.log.Warn().Int32("leader_epoch", epoch).
+		Msg("offset index rebuilt for a table whose early snapshots expired: offsets are renumbered under a new leader epoch")
 	return nil
 }
 
