@@ -56,7 +56,7 @@ func planClaimed(ctx context.Context, tbl *table.Table, ch *planClaim, cache *Pl
 	defer func() {
 		// Whatever happened, no waiter may wait forever.
 		for i := len(ch.chain) - 1 - done; i >= 0; i-- {
-			cache.finish(ch.keys[i], ch.calls[i], nil, fmt.Errorf("plan of snapshot %d not made: %w", ch.chain[i].SnapshotID, cmpErr(err)))
+			cache.finish(ch.keys[i], ch.calls[i], nil, fmt.Errorf("plan of snapshot %d not made: %w", ch.chain[i].SnapshotID, orAbandoned(err)))
 		}
 	}()
 	i := len(ch.chain) - 1
@@ -93,8 +93,8 @@ func planClaimed(ctx context.Context, tbl *table.Table, ch *planClaim, cache *Pl
 	return plan, nil
 }
 
-// cmpErr is err, or a placeholder when a panic left it nil.
-func cmpErr(err error) error {
+// orAbandoned is err, or errPlanAbandoned when a panic left it nil.
+func orAbandoned(err error) error {
 	if err == nil {
 		return errPlanAbandoned
 	}
