@@ -5,10 +5,13 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
+	"time"
 
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/lakegw/lakegw/lake"
 	"github.com/lakegw/lakegw/offsets"
 )
 
@@ -20,12 +23,7 @@ func TestSegmentDroppedByExpiryReadsOrIsGone(t *testing.T) {
 	dir := t.TempDir()
 	f := startRegistry(t, dir)
 	ctx := context.Background()
-	ident := table.Identifier{"ns", "x"}
-	createTable(t, f, ident)
-	appendIDs(t, f.cat, ident, 1, 2, 3)
-	appendIDs(t, f.cat, ident, 4)
-	appendIDs(t, f.cat, ident, 5)
-	waitFor(t, "5 records", func() bool { tp, ok := f.reg.Topic("ns.x"); return ok && tp.Index.HighWatermark(0) == 5 })
+	ident := threeSnapshots(t, f, "x")
 	tp, _ := f.reg.Topic("ns.x")
 	seg, ok := tp.Index.Locate(0, 0)
 	if !ok || seg.Kind != offsets.KindChanges || seg.Count != 3 {
@@ -66,12 +64,7 @@ func TestSegmentDroppedByExpiryReadsOrIsGone(t *testing.T) {
 func TestRebuiltIndexAfterExpiryStartsUnderAFreshEpoch(t *testing.T) {
 	dir := t.TempDir()
 	f := startRegistry(t, dir)
-	ident := table.Identifier{"ns", "lost"}
-	createTable(t, f, ident)
-	appendIDs(t, f.cat, ident, 1, 2, 3)
-	appendIDs(t, f.cat, ident, 4)
-	appendIDs(t, f.cat, ident, 5)
-	waitFor(t, "5 records", func() bool { tp, ok := f.reg.Topic("ns.lost"); return ok && tp.Index.HighWatermark(0) == 5 })
+	ident := threeSnapshots(t, f, "lost")
 	expireAllButLast2(t, f.cat, ident)
 	tp, _ := f.reg.Topic("ns.lost")
 	waitFor(t, "the compacted prefix", func() bool { return tp.Index.LeaderEpoch() == 1 })
@@ -92,4 +85,50 @@ func TestRebuiltIndexAfterExpiryStartsUnderAFreshEpoch(t *testing.T) {
 	if ep, end, ok := tp.Index.EpochEnd(0, 1); !ok || ep != 1 || end != 0 {
 		t.Fatalf("EpochEnd(1) = %d %d %v, want 1 0 true", ep, end, ok)
 	}
+}
+
+// A gateway restarted after snapshots expired loads an index naming them:
+// the topic is served only once that index was realigned with the table,
+// so no fetch can look an expired snapshot up.
+func TestRestartAfterExpiryServesTheRealignedIndex(t *testing.T) {
+	dir := t.TempDir()
+	f := startRegistry(t, dir)
+	ident := threeSnapshots(t, f, "away")
+	f.stop()
+	cat, err := lake.OpenCatalog(context.Background(), dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expireAllButLast2(t, cat, ident)
+
+	g := startRegistry(t, dir)
+	// Look without sleeping between looks: the topic must not be seen
+	// even briefly before its index is realigned.
+	var tp *Topic
+	deadline := time.Now().Add(10 * time.Second)
+	for ok := false; !ok; tp, ok = g.reg.Topic("ns.away") {
+		if time.Now().After(deadline) {
+			t.Fatal("timed out waiting for the topic")
+		}
+		runtime.Gosched()
+	}
+	if s, ok := tp.Index.First(); !ok || s.Kind != offsets.KindCompactedPrefix {
+		t.Fatalf("served before its index was realigned: first segment %+v", s)
+	}
+	if tp.Table().Metadata().SnapshotByID(tp.Index.Snapshots()[0].SnapshotID) == nil {
+		t.Fatal("the served table state does not hold the first indexed snapshot")
+	}
+}
+
+// threeSnapshots creates ns.<name> with snapshots of 3, 1 and 1 inserts and
+// waits until they are indexed.
+func threeSnapshots(t *testing.T, f *fixture, name string) table.Identifier {
+	t.Helper()
+	ident := table.Identifier{"ns", name}
+	createTable(t, f, ident)
+	appendIDs(t, f.cat, ident, 1, 2, 3)
+	appendIDs(t, f.cat, ident, 4)
+	appendIDs(t, f.cat, ident, 5)
+	waitFor(t, "5 records", func() bool { tp, ok := f.reg.Topic("ns." + name); return ok && tp.Index.HighWatermark(0) == 5 })
+	return ident
 }

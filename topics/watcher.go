@@ -24,7 +24,9 @@ type watcher struct {
 	cancel context.CancelFunc
 	ctx    context.Context
 
-	topic     *Topic
+	topic *Topic
+	// published is set once the topic is served (publish).
+	published bool
 	lastMeta  string
 	lastErr   string
 	firstSync chan struct{}
@@ -166,6 +168,9 @@ func (w *watcher) sync(ctx context.Context) error {
 	// index publishes tbl once the index agrees with it: fetches must not
 	// look up an indexed snapshot in a table state that expired it.
 	if err := w.index(ctx, tbl); err != nil {
+		if !w.published {
+			w.publish(tbl)
+		}
 		return err
 	}
 	w.lastMeta = tbl.MetadataLocation()
@@ -197,23 +202,35 @@ func (w *watcher) openTopic(ctx context.Context, tbl *table.Table) error {
 	}
 	t := &Topic{Name: w.name, Ident: w.src.ident, Config: cfg, Format: format, Index: idx, changed: make(chan struct{}), changes: w.r.changes,
 		plans: changelog.NewPlanCache(planCachePlans, planCacheFiles), lifetime: w.ctx}
-	t.tbl.Store(tbl)
 	w.topic = t
-	w.r.publish(t)
-	w.log.Info().Str("format", cfg.Format).Int32("partitions", cfg.Partitions).
-		Int64("high_watermark", idx.HighWatermark(0)).Msg("serving table")
 	return nil
+}
+
+// publish makes tbl the topic's table state, and serves the topic from its
+// first state on: an index loaded from the state store may still name
+// snapshots tbl expired, so the topic is served once its index was
+// realigned with tbl (or failed to be: then it is served as far as it
+// goes, with its index error).
+func (w *watcher) publish(tbl *table.Table) {
+	t := w.topic
+	t.setTable(tbl)
+	if w.published {
+		return
+	}
+	w.published = true
+	w.r.publish(t)
+	w.log.Info().Str("format", t.Config.Format).Int32("partitions", t.Config.Partitions).
+		Int64("high_watermark", t.Index.HighWatermark(0)).Msg("serving table")
 }
 
 // index brings the topic's index up to the table's main-branch history,
 // and publishes tbl as the topic's table state before it indexes a
 // snapshot only tbl holds.
 func (w *watcher) index(ctx context.Context, tbl *table.Table) error {
-	t := w.topic
 	if refs, ok, err := w.newSnapshots(tbl); err != nil {
 		return err
 	} else if ok {
-		t.setTable(tbl)
+		w.publish(tbl)
 		return w.appendSnapshots(ctx, tbl, refs, false)
 	}
 	return w.realign(ctx, tbl)
@@ -286,7 +303,7 @@ func (w *watcher) realign(ctx context.Context, tbl *table.Table) error {
 			return fmt.Errorf("offset index of %s does not align with the table history after truncation", t.Name)
 		}
 	}
-	t.setTable(tbl)
+	w.publish(tbl)
 	return w.appendSnapshots(ctx, tbl, hist[start:], start == 0)
 }
 
