@@ -170,6 +170,7 @@ func (r *Reader) read(ctx context.Context, t *topics.Topic, p int32, offset int6
 				if offset < idx.LogStart(p) || offset > idx.HighWatermark(p) {
 					return ErrOffsetOutOfRange
 				}
+				epoch = idx.LeaderEpoch() // the realignment started a new one
 				continue
 			}
 			if err != nil {
