@@ -18,8 +18,8 @@ import (
 
 // buildMorHistory writes a merge-on-read table of n snapshots, as a
 // streaming table gets them: one append, then single-row inserts and
-// deletes by position (none of them a pure append after the first few, so
-// every one needs its parent's plan).
+// deletes by position, every other snapshot (each needs its parent's
+// plan).
 func buildMorHistory(tb testing.TB, n int) *table.Table {
 	tb.Helper()
 	ctx := context.Background()
@@ -52,9 +52,16 @@ func buildMorHistory(tb testing.TB, n int) *table.Table {
 			appendRows(jsonRows(1000+i, 1001+i))
 			continue
 		}
-		if tbl, err = tbl.Delete(ctx, iceberg.EqualTo(iceberg.Reference("id"), int64(i/2)), nil); err != nil {
+		// Delete a row of the first append and the row the last
+		// snapshot added (by position: merge-on-read).
+		gone := iceberg.NewOr(iceberg.EqualTo(iceberg.Reference("id"), int64(i/2%100)), iceberg.EqualTo(iceberg.Reference("id"), int64(1000+i-1)))
+		if tbl, err = tbl.Delete(ctx, gone, nil); err != nil {
 			tb.Fatal(err)
 		}
+	}
+	hist, err := MainHistory(tbl.Metadata())
+	if err != nil || len(hist) != n {
+		tb.Fatalf("built %d snapshots (%v), want %d", len(hist), err, n)
 	}
 	return tbl
 }
