@@ -17,8 +17,8 @@ import (
 )
 
 // buildMorHistory writes a merge-on-read table of n snapshots, as a
-// streaming table gets them: one append, then single-row inserts, each
-// deleted by the next snapshot (which needs its parent's plan).
+// streaming table gets them: one append, then inserts of two rows, one of
+// which the next snapshot deletes by position (it needs its parent's plan).
 func buildMorHistory(tb testing.TB, n int) *table.Table {
 	tb.Helper()
 	ctx := context.Background()
@@ -48,12 +48,13 @@ func buildMorHistory(tb testing.TB, n int) *table.Table {
 	appendRows(jsonRows(0, 100))
 	for i := 1; i < n; i++ {
 		if i%2 == 1 {
-			appendRows(jsonRows(1000+i, 1001+i))
+			appendRows(jsonRows(1000+2*i, 1002+2*i))
 			continue
 		}
-		// Delete the row the last snapshot added: the table's state
-		// stays the same size while its history grows.
-		if tbl, err = tbl.Delete(ctx, iceberg.EqualTo(iceberg.Reference("id"), int64(1000+i-1)), nil); err != nil {
+		// Delete one of the two rows the last snapshot added, by
+		// position: every snapshot adds a manifest, as a streaming
+		// table's commits do until its manifests are rewritten.
+		if tbl, err = tbl.Delete(ctx, iceberg.EqualTo(iceberg.Reference("id"), int64(1000+2*(i-1))), nil); err != nil {
 			tb.Fatal(err)
 		}
 	}
