@@ -2,8 +2,10 @@ package changelog
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
+	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 )
 
@@ -15,23 +17,116 @@ import (
 // A livePlan may be shared through a PlanCache: never modify one.
 type livePlan map[string]table.FileScanTask
 
-// planSnapshot returns the plan of a snapshot, from the cache or from
-// iceberg-go's planner (then cached).
+// maxPlanSteps bounds how many snapshots a plan is extended through, one
+// delta each, from the nearest ancestor whose plan is cached or being made:
+// past it, one run of iceberg-go's planner costs less.
+const maxPlanSteps = 64
+
+// planSnapshot returns the plan of a snapshot: from the cache; else
+// extended, snapshot by snapshot through each one's own delta (the
+// manifests it wrote), from the nearest ancestor within maxPlanSteps whose
+// plan is cached or being made by another derivation (which it waits for)
+// or from the empty table before the first snapshot; else from iceberg-go's
+// planner, which reads every manifest. Every plan made on the way is
+// cached, and concurrent requests for one snapshot plan it once: a cold
+// reader deriving consecutive snapshots at once plans the table once, not
+// once per snapshot.
 func planSnapshot(ctx context.Context, tbl *table.Table, snapshotID int64, cache *PlanCache) (livePlan, error) {
 	snap := tbl.Metadata().SnapshotByID(snapshotID)
 	if snap == nil {
 		return nil, fmt.Errorf("snapshot %d is not in the table metadata (expired?)", snapshotID)
 	}
-	key := planKeyFor(tbl, snap)
-	if plan, ok := cache.get(key); ok {
-		return plan, nil
+	if cache == nil {
+		return planFiles(ctx, tbl, snap)
 	}
-	plan, err := planFiles(ctx, tbl, snap)
+	plan, wait, claim := cache.claimChain(tbl, snap)
+	switch {
+	case plan != nil:
+		return plan, nil
+	case wait != nil:
+		return wait.wait(ctx)
+	}
+	return planClaimed(ctx, tbl, claim, cache)
+}
+
+// planClaimed makes the plans of a claimed chain, oldest first, completing
+// each one's call as soon as it is made (or failed).
+func planClaimed(ctx context.Context, tbl *table.Table, ch *planClaim, cache *PlanCache) (plan livePlan, err error) {
+	done := 0
+	defer func() {
+		// Whatever happened, no waiter may wait forever.
+		for i := len(ch.chain) - 1 - done; i >= 0; i-- {
+			cache.finish(ch.keys[i], ch.calls[i], nil, fmt.Errorf("plan of snapshot %d not made: %w", ch.chain[i].SnapshotID, orAbandoned(err)))
+		}
+	}()
+	i := len(ch.chain) - 1
+	var parent *table.Snapshot
+	plan = livePlan{}
+	switch {
+	case ch.base != nil:
+		if plan, err = planSnapshot(ctx, tbl, ch.base.SnapshotID, cache); err != nil {
+			return nil, err
+		}
+		parent = ch.base
+	case !ch.fromEmpty:
+		parent = ch.chain[i]
+		if plan, err = cache.planFiles(ctx, tbl, parent); err != nil {
+			return nil, err
+		}
+		cache.finish(ch.keys[i], ch.calls[i], plan, nil)
+		done++
+		i--
+	}
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("file IO: %w", err)
+	}
+	for ; i >= 0; i-- {
+		s := ch.chain[i]
+		if plan, err = extendStep(ctx, tbl, fs, parent, s, plan, cache); err != nil {
+			return nil, err
+		}
+		cache.finish(ch.keys[i], ch.calls[i], plan, nil)
+		done++
+		parent = s
+	}
+	return plan, nil
+}
+
+// orAbandoned is err, or errPlanAbandoned when a panic left it nil.
+func orAbandoned(err error) error {
+	if err == nil {
+		return errPlanAbandoned
+	}
+	return err
+}
+
+var errPlanAbandoned = errors.New("planning stopped")
+
+// extendStep plans snapshot s from its parent's plan and its own delta,
+// or with iceberg-go's planner when extendPlan declines.
+func extendStep(ctx context.Context, tbl *table.Table, fs icebergio.IO, parent, s *table.Snapshot, before livePlan, cache *PlanCache) (livePlan, error) {
+	manifests, err := readManifestList(fs, s)
 	if err != nil {
 		return nil, err
 	}
-	cache.put(key, plan)
-	return plan, nil
+	delta, err := readDelta(fs, s, manifests)
+	if err != nil {
+		return nil, err
+	}
+	return extendOrPlan(ctx, tbl, parent, s, before, delta, cache)
+}
+
+// extendOrPlan plans snapshot s from its parent's plan (before) and s's
+// delta when extendPlan can do so exactly, else with iceberg-go's planner.
+func extendOrPlan(ctx context.Context, tbl *table.Table, parent, s *table.Snapshot, before livePlan, delta *snapshotDelta, cache *PlanCache) (livePlan, error) {
+	if ext, ok := extendPlan(tbl, parent, s, before, delta); ok {
+		if extendedPlanCheck != nil {
+			extendedPlanCheck(tbl, s, ext)
+		}
+		return ext, nil
+	}
+	return cache.planFiles(ctx, tbl, s)
 }
 
 // planFiles plans a snapshot with iceberg-go's planner, reading every
@@ -61,8 +156,6 @@ func planFiles(ctx context.Context, tbl *table.Table, snap *table.Snapshot) (liv
 // can do so exactly, so that a snapshot whose parent's plan is cached costs
 // only its own manifests; otherwise iceberg-go plans it.
 func planDiff(ctx context.Context, tbl *table.Table, s *table.Snapshot, delta *snapshotDelta, cache *PlanCache) (before, after livePlan, err error) {
-	key := planKeyFor(tbl, s)
-	after, cached := cache.get(key)
 	var parent *table.Snapshot
 	if s.ParentSnapshotID == nil {
 		before = livePlan{}
@@ -72,18 +165,12 @@ func planDiff(ctx context.Context, tbl *table.Table, s *table.Snapshot, delta *s
 			return nil, nil, fmt.Errorf("parent state: %w", err)
 		}
 	}
-	if cached {
-		return before, after, nil
-	}
-	if ext, ok := extendPlan(tbl, parent, s, before, delta); ok {
-		if extendedPlanCheck != nil {
-			extendedPlanCheck(tbl, s, ext)
-		}
-		after = ext
-	} else if after, err = planFiles(ctx, tbl, s); err != nil {
+	after, err = cache.do(ctx, planKeyFor(tbl, s), func() (livePlan, error) {
+		return extendOrPlan(ctx, tbl, parent, s, before, delta, cache)
+	})
+	if err != nil {
 		return nil, nil, err
 	}
-	cache.put(key, after)
 	return before, after, nil
 }
 

@@ -123,6 +123,7 @@ func (r *Reader) read(ctx context.Context, t *topics.Topic, p int32, offset int6
 	// following the read-ahead it started, gets the batches after this
 	// read encoded in the background while it processes these.
 	var encoded bool
+	regone := 0 // segments found gone, looked up again
 	defer func() {
 		if encoded || r.ahead.following(t.Name, p, epoch, compression) {
 			r.ahead.advance(t, p, epoch, compression, offset)
@@ -158,6 +159,20 @@ func (r *Reader) read(ctx context.Context, t *topics.Topic, p int32, offset int6
 				continue
 			}
 			batch, err := r.encodeAndCache(ctx, t, seg, p, epoch, compression, first, last, key, true)
+			if errors.Is(err, topics.ErrSegmentGone) && regone < 3 {
+				// The index was realigned under this read (an expiry
+				// or a rollback): answer what is in hand, or look the
+				// offset up again in the new index.
+				regone++
+				if s.n > start {
+					return nil
+				}
+				if offset < idx.LogStart(p) || offset > idx.HighWatermark(p) {
+					return ErrOffsetOutOfRange
+				}
+				epoch = idx.LeaderEpoch() // the realignment started a new one
+				continue
+			}
 			if err != nil {
 				return err
 			}

@@ -9,9 +9,9 @@ import (
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
-	_ "github.com/apache/iceberg-go/catalog/rest" // registers type=rest
-	_ "github.com/apache/iceberg-go/catalog/sql"  // registers type=sql
-	_ "modernc.org/sqlite"                        // the embedded catalog's driver: pure Go, no cgo
+	_ "github.com/apache/iceberg-go/catalog/rest"     // registers type=rest
+	sqlcat "github.com/apache/iceberg-go/catalog/sql" // registers type=sql
+	_ "modernc.org/sqlite"                            // the embedded catalog's driver: pure Go, no cgo
 )
 
 // EmbeddedCatalogName is the catalog name rows of the embedded SQL catalog
@@ -62,6 +62,12 @@ func OpenCatalog(ctx context.Context, dataDir string, props iceberg.Properties) 
 	cat, err := catalog.Load(ctx, name, props)
 	if err != nil {
 		return nil, fmt.Errorf("open catalog %q (type %s): %w", name, props["type"], err)
+	}
+	if c, ok := cat.(*sqlcat.Catalog); ok {
+		// Keep what the catalog was opened from: OpenMetadataPointers
+		// opens the same database.
+		return &sqlCatalog{Catalog: c, name: name, driver: props[sqlcat.DriverKey],
+			dialect: strings.ToLower(props[sqlcat.DialectKey]), uri: props["uri"]}, nil
 	}
 	return cat, nil
 }

@@ -139,11 +139,8 @@ func (t *Topic) Snapshots() []Snapshot {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	out := make([]Snapshot, len(t.parts[0]))
-	for i, g := range t.parts[0] {
-		out[i] = Snapshot{Kind: g.Kind, SnapshotID: g.SnapshotID, SequenceNumber: g.SequenceNumber, TimestampMs: g.TimestampMs, Counts: make([]int64, len(t.parts))}
-		for p := range t.parts {
-			out[i].Counts[p] = t.parts[p][i].Count
-		}
+	for i := range out {
+		out[i], _ = t.snapshotAtLocked(i)
 	}
 	return out
 }
@@ -269,10 +266,15 @@ func (t *Topic) ResetToPrefix(ctx context.Context, s Snapshot) error {
 // meaning; the prefix ends where the snapshot's segment ended, so the log
 // start moves forward (Kafka log compaction: the prefix never holds more
 // records than the history it replaces). The prefix's offsets change
-// meaning, so it is written under a new leader epoch, starting where the
-// prefix ends: consumers past it are not disturbed. The prefix segment
-// records that epoch (Segment.Epoch): a consumer that read the prefix under
-// an older one read other records at its offsets.
+// meaning, so it is written under a new leader epoch starting at the
+// prefix's base: clients send no LastFetchedEpoch in practice, so the only
+// truncation they can detect (OffsetForLeaderEpoch on an epoch change) is
+// one whose end is at or below their position. A consumer inside the prefix
+// would otherwise read on from the middle of other records and silently
+// miss rows; one past it is re-delivered the prefix and the history after
+// it, as after a Kafka unclean truncation. The prefix segment records that
+// epoch (Segment.Epoch): a consumer that read the prefix under an older one
+// read other records at its offsets.
 func (t *Topic) CompactPrefix(ctx context.Context, through int, live []int64) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -300,7 +302,7 @@ func (t *Topic) CompactPrefix(ctx context.Context, through int, live []int64) er
 			SequenceNumber: last.SequenceNumber, TimestampMs: last.TimestampMs, BaseOffset: end - live[p], Count: live[p], Epoch: epoch}
 		parts[p] = append([]Segment{prefix}, segs[through+1:]...)
 		all = append(all, parts[p]...)
-		st.Epochs[p] = append(append([]state.EpochStart(nil), t.st.Epochs[p]...), state.EpochStart{Epoch: epoch, StartOffset: end})
+		st.Epochs[p] = truncateEpochs(t.st.Epochs[p], epoch, prefix.BaseOffset)
 	}
 	if err := t.store.ReplaceTopic(ctx, st, all); err != nil {
 		return err

@@ -162,9 +162,14 @@ func TestCompactPrefixKeepsLaterOffsets(t *testing.T) {
 		if _, ok := tp.Locate(0, 7); ok {
 			t.Fatal("offsets before the log start must not resolve")
 		}
-		// Consumers past the prefix see no divergence; the epoch moved on.
-		if ep, end, ok := tp.EpochEnd(0, 0); !ok || ep != 0 || end != 16 {
-			t.Fatalf("EpochEnd(0) = %d %d %v, want 0 16", ep, end, ok)
+		// Epoch 0 ends at the prefix's base: a consumer inside the prefix
+		// (offset 12) or past it (17) learns through OffsetForLeaderEpoch
+		// that its records there are gone, and rereads from 8.
+		if ep, end, ok := tp.EpochEnd(0, 0); !ok || ep != 0 || end != 8 {
+			t.Fatalf("EpochEnd(0) = %d %d %v, want 0 8", ep, end, ok)
+		}
+		if ep, end, ok := tp.EpochEnd(0, 1); !ok || ep != 1 || end != 19 {
+			t.Fatalf("EpochEnd(1) = %d %d %v, want 1 19", ep, end, ok)
 		}
 		if tp.LeaderEpoch() != 1 {
 			t.Fatalf("epoch %d, want 1", tp.LeaderEpoch())
@@ -223,7 +228,7 @@ func TestEpochsAfterRepeatedTruncation(t *testing.T) {
 
 // A compacted prefix keeps the epoch it was written under, even once a
 // rollback moved the leader epoch on and dropped that epoch from the epoch
-// list (the prefix's epoch starts where the prefix ends).
+// list.
 func TestPrefixKeepsTheEpochItWasWrittenUnder(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -241,7 +246,7 @@ func TestPrefixKeepsTheEpochItWasWrittenUnder(t *testing.T) {
 	if err := tp.Append(ctx, []Snapshot{{SnapshotID: 3, Counts: []int64{3}}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := tp.Truncate(ctx, 1); err != nil { // epoch 2 from 16: epoch 1 is gone from the list
+	if err := tp.Truncate(ctx, 1); err != nil { // epoch 2 from 16
 		t.Fatal(err)
 	}
 	if err := tp.Append(ctx, []Snapshot{{SnapshotID: 4, Counts: []int64{2}}}); err != nil {

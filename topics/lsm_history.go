@@ -9,21 +9,29 @@ import (
 	"github.com/lakegw/lakegw/changelog"
 )
 
-// history returns the topic's snapshots, oldest first: the main branch,
-// preceded for a lakegw LSM table by the checkpoint and the expired
-// snapshots its changelog log keeps (changelog.LSMHistory). The log is
-// stored on the topic before the caller publishes tbl, so that a fetch
-// that sees the new metadata also finds the snapshots that left it.
-func (w *watcher) history(ctx context.Context, tbl *table.Table) ([]changelog.SnapshotRef, error) {
+// refreshLog reads the changelog log an LSM table names and stores it on
+// the topic before the caller publishes tbl, so that a fetch that sees the
+// new metadata also finds the snapshots that left it.
+func (w *watcher) refreshLog(ctx context.Context, tbl *table.Table) error {
 	if !changelog.IsLSMTable(tbl.Properties()) {
-		return changelog.MainHistory(tbl.Metadata())
+		return nil
 	}
 	log, err := w.loadLog(ctx, tbl)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	w.topic.retained.Store(log)
-	return changelog.LSMHistory(tbl.Metadata(), log)
+	return nil
+}
+
+// history returns the topic's snapshots, oldest first: the main branch,
+// preceded for a lakegw LSM table by the checkpoint and the expired
+// snapshots its changelog log keeps (changelog.LSMHistory).
+func (w *watcher) history(tbl *table.Table) ([]changelog.SnapshotRef, error) {
+	if !changelog.IsLSMTable(tbl.Properties()) {
+		return changelog.MainHistory(tbl.Metadata())
+	}
+	return changelog.LSMHistory(tbl.Metadata(), w.topic.retained.Load())
 }
 
 // loadLog reads the changelog log the table names, once per file (a log
@@ -65,14 +73,10 @@ func snapshotOf(tbl *table.Table, log *changelog.LSMLog, id int64) *table.Snapsh
 // tables start at 0.
 func (w *watcher) startAt(ctx context.Context, tbl *table.Table, ref changelog.SnapshotRef, counts []int64) error {
 	t := w.topic
-	if t.Index.HighWatermark(0) != 0 || len(t.Index.Snapshots()) != 0 || !changelog.IsLSMTable(tbl.Properties()) {
+	if t.Index.Len() != 0 || t.Index.HighWatermark(0) != 0 {
 		return nil
 	}
-	s := tbl.Metadata().SnapshotByID(ref.SnapshotID)
-	if s == nil {
-		return nil
-	}
-	ends, ok, err := changelog.LSMEnds(tbl.Metadata(), s, int(t.Index.Partitions()))
+	ends, ok, err := w.tableEnds(tbl, ref)
 	if err != nil || !ok {
 		return err
 	}
@@ -88,4 +92,17 @@ func (w *watcher) startAt(ctx context.Context, tbl *table.Table, ref changelog.S
 	w.log.Info().Int64("snapshot_id", ref.SnapshotID).Ints64("start_offsets", bases).
 		Msg("offsets start where the table's summaries say its retained history begins")
 	return nil
+}
+
+// tableEnds returns the end offsets a lakegw LSM table records for ref;
+// ok is false for any other table, or one whose ends are unknown.
+func (w *watcher) tableEnds(tbl *table.Table, ref changelog.SnapshotRef) ([]int64, bool, error) {
+	if !changelog.IsLSMTable(tbl.Properties()) {
+		return nil, false, nil
+	}
+	s := tbl.Metadata().SnapshotByID(ref.SnapshotID)
+	if s == nil {
+		return nil, false, nil
+	}
+	return changelog.LSMEnds(tbl.Metadata(), s, int(w.topic.Index.Partitions()))
 }

@@ -36,6 +36,12 @@ type Registry struct {
 	listOnce  sync.Once
 
 	changes *changesCache
+
+	// pointerCat is the catalog whose metadata pointers the watchers
+	// poll (tests point it past a wrapper); pointers is open while Run
+	// runs, nil when the catalog offers none.
+	pointerCat catalog.Catalog
+	pointers   *lake.MetadataPointers
 }
 
 // New returns a registry serving the tables of cat and those registered in
@@ -55,11 +61,12 @@ func New(cfg Config, cat catalog.Catalog, store *state.Store, log zerolog.Logger
 	}
 	return &Registry{
 		cfg: cfg, cat: cat, store: store, log: log,
-		topics:    map[string]*Topic{},
-		watchers:  map[string]*watcher{},
-		retired:   map[string]*watcher{},
-		firstList: make(chan struct{}),
-		changes:   newChangesCache(cfg.ChangesCacheBytes),
+		topics:     map[string]*Topic{},
+		watchers:   map[string]*watcher{},
+		retired:    map[string]*watcher{},
+		firstList:  make(chan struct{}),
+		changes:    newChangesCache(cfg.ChangesCacheBytes),
+		pointerCat: cat,
 	}
 }
 
@@ -99,6 +106,22 @@ func (r *Registry) Ready() <-chan struct{} { return r.firstList }
 // Run lists the tables periodically and keeps a watcher on each until ctx
 // is done; it returns after every watcher has stopped.
 func (r *Registry) Run(ctx context.Context) error {
+	if r.pointerCat != nil {
+		p, err := lake.OpenMetadataPointers(r.pointerCat)
+		if err != nil {
+			// Polls still work, at the cost of a table load each.
+			r.log.Warn().Err(err).Msg("cannot read metadata pointers from the catalog database; loading tables on every poll")
+		} else if p != nil {
+			r.pointers = p
+			defer func() {
+				if err := p.Close(); err != nil {
+					r.log.Warn().Err(err).Msg("closing the catalog database")
+				}
+			}()
+		}
+	}
+	// Deferred last, run first: the watchers stop using pointers before
+	// it closes.
 	defer r.wg.Wait()
 	tick := time.NewTicker(r.cfg.ListInterval)
 	defer tick.Stop()

@@ -40,13 +40,19 @@ func createTable(t *testing.T, f *fixture, ident table.Identifier) {
 // rewrite the index must truncate.
 func rollbackTo(t *testing.T, cat catalog.Catalog, ident table.Identifier, id int64) {
 	t.Helper()
+	commitTx(t, cat, ident, func(tx *table.Transaction) error { return tx.RollbackToSnapshot(id) })
+}
+
+// commitTx loads the table, applies change to a transaction and commits it.
+func commitTx(t *testing.T, cat catalog.Catalog, ident table.Identifier, change func(*table.Transaction) error) {
+	t.Helper()
 	ctx := context.Background()
 	tbl, err := cat.LoadTable(ctx, ident)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tx := tbl.NewTransaction()
-	if err := tx.RollbackToSnapshot(id); err != nil {
+	if err := change(tx); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := tx.Commit(ctx); err != nil {
@@ -81,6 +87,15 @@ func appendIDs(t *testing.T, cat catalog.Catalog, ident table.Identifier, ids ..
 	return next
 }
 
+// expireAllButLast2 commits an expiry keeping the table's last 2
+// snapshots, with opts (table.WithPostCommit(false) keeps the files).
+func expireAllButLast2(t *testing.T, cat catalog.Catalog, ident table.Identifier, opts ...table.ExpireSnapshotsOpt) {
+	t.Helper()
+	commitTx(t, cat, ident, func(tx *table.Transaction) error {
+		return tx.ExpireSnapshots(append([]table.ExpireSnapshotsOpt{table.WithRetainLast(2), table.WithOlderThan(0)}, opts...)...)
+	})
+}
+
 type fixture struct {
 	cat   catalog.Catalog
 	store *state.Store
@@ -97,6 +112,13 @@ func startRegistry(t *testing.T, dir string) *fixture {
 // the fixture's cat is the catalog itself.
 func startRegistryWith(t *testing.T, dir string, wrap func(catalog.Catalog) catalog.Catalog) *fixture {
 	t.Helper()
+	return startRegistrySetUp(t, dir, wrap, nil)
+}
+
+// startRegistrySetUp is startRegistryWith, with setup (if not nil) given
+// the registry and the catalog before the registry runs.
+func startRegistrySetUp(t *testing.T, dir string, wrap func(catalog.Catalog) catalog.Catalog, setup func(*Registry, catalog.Catalog)) *fixture {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	cat, err := lake.OpenCatalog(ctx, dir, nil)
 	if err != nil {
@@ -107,6 +129,9 @@ func startRegistryWith(t *testing.T, dir string, wrap func(catalog.Catalog) cata
 		t.Fatal(err)
 	}
 	reg := New(Config{PollInterval: 20 * time.Millisecond, ListInterval: 50 * time.Millisecond}, wrap(cat), store, zerolog.New(zerolog.NewTestWriter(t)))
+	if setup != nil {
+		setup(reg, cat)
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -221,20 +246,15 @@ func TestExpiredSnapshotsBecomeACompactedPrefix(t *testing.T) {
 
 	// Expire the first snapshot: the second (2 live rows) becomes the
 	// compacted prefix in place of the first 6 offsets.
-	tbl, err = f.cat.LoadTable(ctx, ident)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tx := tbl.NewTransaction()
-	if err := tx.ExpireSnapshots(table.WithRetainLast(2), table.WithOlderThan(0)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
+	expireAllButLast2(t, f.cat, ident)
 	waitFor(t, "compacted prefix", func() bool { return tp.Index.LogStart(0) == 4 })
 	if hw, ep := tp.Index.HighWatermark(0), tp.Index.LeaderEpoch(); hw != 7 || ep != 1 {
 		t.Fatalf("after expiry: hwm %d epoch %d, want 7 1", hw, ep)
+	}
+	// Epoch 0 ends at the prefix's base: consumers at offsets 4..6 see
+	// the truncation and reread from 4.
+	if ep, end, ok := tp.Index.EpochEnd(0, 0); !ok || ep != 0 || end != 4 {
+		t.Fatalf("epoch 0 must end at the prefix's base 4: %d %d %v", ep, end, ok)
 	}
 	seg, ok := tp.Index.Locate(0, 4)
 	if !ok || seg.Kind != offsets.KindCompactedPrefix {
@@ -273,17 +293,7 @@ func TestAllIndexedSnapshotsExpiredWhileAway(t *testing.T) {
 	}
 	appendIDs(t, cat, ident, 5, 6)
 	appendIDs(t, cat, ident, 7)
-	tbl, err := cat.LoadTable(ctx, ident)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tx := tbl.NewTransaction()
-	if err := tx.ExpireSnapshots(table.WithRetainLast(2), table.WithOlderThan(0)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
+	expireAllButLast2(t, cat, ident)
 
 	g := startRegistry(t, dir)
 	// Live rows at the oldest retained snapshot: ids 1-6; then the insert of 7.

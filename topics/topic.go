@@ -2,6 +2,7 @@ package topics
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -22,7 +23,10 @@ type Topic struct {
 	Format changelog.Format
 	Index  *offsets.Topic
 
-	tbl atomic.Pointer[table.Table]
+	// tbl is the table state the index agrees with; prevTbl the one
+	// before it, which still holds the snapshots a realignment just
+	// dropped from the index (fetches that located them a moment ago).
+	tbl, prevTbl atomic.Pointer[table.Table]
 	// retained is an LSM table's changelog log (nil: none), stored
 	// before the table metadata that drops its snapshots.
 	retained atomic.Pointer[changelog.LSMLog]
@@ -44,6 +48,38 @@ type Topic struct {
 
 // Table returns the latest loaded table metadata.
 func (t *Topic) Table() *table.Table { return t.tbl.Load() }
+
+// setTable publishes tbl, a table state the index now agrees with.
+func (t *Topic) setTable(tbl *table.Table) {
+	if old := t.tbl.Load(); old != tbl {
+		t.prevTbl.Store(old)
+		t.tbl.Store(tbl)
+	}
+}
+
+// tableFor returns the newest published table state that holds snapshot
+// id: a segment located just before a realignment dropped it is still
+// derived from the state it was indexed from.
+func (t *Topic) tableFor(id int64) *table.Table {
+	tbl := t.Table()
+	if tbl.Metadata().SnapshotByID(id) == nil {
+		if prev := t.prevTbl.Load(); prev != nil && prev.Metadata().SnapshotByID(id) != nil {
+			return prev
+		}
+	}
+	return tbl
+}
+
+// ErrSegmentGone says that a segment could not be read because the index
+// dropped it meanwhile (its snapshot expired or was rolled back): not a
+// storage fault; the reader locates its offset again.
+var ErrSegmentGone = errors.New("segment no longer indexed")
+
+// holds reports whether the index still holds seg.
+func (t *Topic) holds(seg offsets.Segment) bool {
+	g, ok := t.Index.Locate(seg.Partition, seg.BaseOffset)
+	return ok && g.SnapshotID == seg.SnapshotID && g.Kind == seg.Kind && g.BaseOffset == seg.BaseOffset
+}
 
 // Changed returns a channel closed the next time the index grows (or the
 // topic's state otherwise changes). Fetches waiting at the high watermark
@@ -102,7 +138,7 @@ func (t *Topic) Changes(ctx context.Context, seg offsets.Segment) (*changelog.Ch
 	ch := t.derive.DoChan(fmt.Sprint(seg.SnapshotID, "/", seg.Kind), func() (any, error) {
 		ctx, cancel := context.WithTimeout(t.lifetime, deriveTimeout)
 		defer cancel()
-		tbl := t.Table()
+		tbl := t.tableFor(seg.SnapshotID)
 		ref := changelog.SnapshotRef{SnapshotID: seg.SnapshotID, SequenceNumber: seg.SequenceNumber, TimestampMs: seg.TimestampMs}
 		if s := tbl.SnapshotByID(seg.SnapshotID); s != nil && s.Summary != nil {
 			ref.Operation = string(s.Summary.Operation)
@@ -125,6 +161,9 @@ func (t *Topic) Changes(ctx context.Context, seg offsets.Segment) (*changelog.Ch
 	select {
 	case res := <-ch:
 		if res.Err != nil {
+			if !t.holds(seg) {
+				return nil, fmt.Errorf("%w: %w", ErrSegmentGone, res.Err)
+			}
 			return nil, res.Err
 		}
 		return res.Val.(*changelog.Changes), nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/apache/iceberg-go/table"
@@ -24,8 +25,10 @@ type watcher struct {
 	ctx    context.Context
 
 	topic *Topic
+	// published is set once the topic is served (publish).
+	published bool
 	// lsmLogPath and lsmLog are the changelog log of an LSM table as last
-	// read (see history).
+	// read (see refreshLog).
 	lsmLogPath string
 	lsmLog     *changelog.LSMLog
 	lastMeta   string
@@ -143,6 +146,17 @@ func (w *watcher) sync(ctx context.Context) error {
 		// can appear until it is registered again.
 		return nil
 	}
+	if w.topic != nil && w.lastErr == "" && w.src.fromCat && w.r.pointers != nil {
+		// An idle poll reads one catalog row, not the metadata JSON,
+		// which grows with the table's history.
+		loc, ok, err := w.r.pointers.Location(ctx, w.src.ident)
+		if err != nil {
+			return &loadError{err}
+		}
+		if ok && loc == w.lastMeta {
+			return nil
+		}
+	}
 	tbl, err := w.load(ctx)
 	if err != nil {
 		return &loadError{err}
@@ -155,23 +169,28 @@ func (w *watcher) sync(ctx context.Context) error {
 			return err
 		}
 	}
-	hist, err := w.history(ctx, tbl)
-	if err != nil {
+	if err := w.refreshLog(ctx, tbl); err != nil {
 		return err
 	}
-	w.topic.tbl.Store(tbl)
-	if err := w.index(ctx, tbl, hist); err != nil {
+	// index publishes tbl once the index agrees with it: fetches must not
+	// look up an indexed snapshot in a table state that expired it.
+	if err := w.index(ctx, tbl); err != nil {
+		if !w.published {
+			w.publish(tbl)
+		}
 		return err
 	}
 	w.lastMeta = tbl.MetadataLocation()
 	return nil
 }
 
-// A topic's plan cache holds the plans of a few recent snapshots (the
-// watcher needs the last one; fetches deriving in order use the others),
-// up to planCacheFiles live data files in all (some 200 bytes each).
+// A topic's plan cache holds the plans of recent snapshots (the watcher
+// needs the last one; fetches deriving in order, several at a time, use
+// the others, and a cold reader's first derivation plans a run of them at
+// once), up to planCacheFiles live data files in all (some 200 bytes
+// each): the file bound is what limits the memory.
 const (
-	planCachePlans = 4
+	planCachePlans = 64
 	planCacheFiles = 1 << 18
 )
 
@@ -190,16 +209,68 @@ func (w *watcher) openTopic(ctx context.Context, tbl *table.Table) error {
 	}
 	t := &Topic{Name: w.name, Ident: w.src.ident, Config: cfg, Format: format, Index: idx, changed: make(chan struct{}), changes: w.r.changes,
 		plans: changelog.NewPlanCache(planCachePlans, planCacheFiles), lifetime: w.ctx}
-	t.tbl.Store(tbl)
 	w.topic = t
-	w.r.publish(t)
-	w.log.Info().Str("format", cfg.Format).Int32("partitions", cfg.Partitions).
-		Int64("high_watermark", idx.HighWatermark(0)).Msg("serving table")
 	return nil
 }
 
-// index brings the topic's index up to the table's main-branch history.
-func (w *watcher) index(ctx context.Context, tbl *table.Table, hist []changelog.SnapshotRef) error {
+// publish makes tbl the topic's table state, and serves the topic from its
+// first state on: an index loaded from the state store may still name
+// snapshots tbl expired, so the topic is served once its index was
+// realigned with tbl (or failed to be: then it is served as far as it
+// goes, with its index error).
+func (w *watcher) publish(tbl *table.Table) {
+	t := w.topic
+	t.setTable(tbl)
+	if w.published {
+		return
+	}
+	w.published = true
+	w.r.publish(t)
+	w.log.Info().Str("format", t.Config.Format).Int32("partitions", t.Config.Partitions).
+		Int64("high_watermark", t.Index.HighWatermark(0)).Msg("serving table")
+}
+
+// index brings the topic's index up to the table's main-branch history,
+// and publishes tbl as the topic's table state before it indexes a
+// snapshot only tbl holds.
+func (w *watcher) index(ctx context.Context, tbl *table.Table) error {
+	if refs, ok, err := w.newSnapshots(tbl); err != nil {
+		return err
+	} else if ok {
+		w.publish(tbl)
+		return w.appendSnapshots(ctx, tbl, refs, false)
+	}
+	return w.realign(ctx, tbl)
+}
+
+// newSnapshots returns the snapshots committed after the last indexed one,
+// walking back from the main head no further than it: the common case
+// costs the new snapshots, not the history. ok is false when the index
+// must be aligned with the whole history: nothing indexed yet, the oldest
+// indexed snapshot expired (a prefix to compact), or the last one no
+// longer an ancestor of the main head (a rollback or rewrite).
+func (w *watcher) newSnapshots(tbl *table.Table) (refs []changelog.SnapshotRef, ok bool, err error) {
+	idx := w.topic.Index
+	last, ok := idx.Last()
+	if !ok {
+		return nil, false, nil
+	}
+	first, _ := idx.First()
+	meta := tbl.Metadata()
+	if meta.SnapshotByID(first.SnapshotID) == nil {
+		return nil, false, nil
+	}
+	return changelog.MainHistorySince(meta, changelog.SnapshotRef{SnapshotID: last.SnapshotID, SequenceNumber: last.SequenceNumber})
+}
+
+// realign aligns the index with the table's whole main-branch history:
+// expired snapshots become a compacted prefix, a rewritten history is
+// truncated under a new leader epoch, then what is new is appended.
+func (w *watcher) realign(ctx context.Context, tbl *table.Table) error {
+	hist, err := w.history(tbl)
+	if err != nil {
+		return err
+	}
 	t := w.topic
 	indexed := t.Index.Snapshots()
 	expired, start := alignHistory(indexed, hist)
@@ -239,14 +310,23 @@ func (w *watcher) index(ctx context.Context, tbl *table.Table, hist []changelog.
 			return fmt.Errorf("offset index of %s does not align with the table history after truncation", t.Name)
 		}
 	}
+	w.publish(tbl)
+	return w.appendSnapshots(ctx, tbl, hist[start:], start == 0)
+}
+
+// appendSnapshots indexes refs, new snapshots of tbl in order. atStart
+// says refs begin the table's retained history, so the first may follow
+// snapshots expired before lakegw saw them.
+func (w *watcher) appendSnapshots(ctx context.Context, tbl *table.Table, refs []changelog.SnapshotRef, atStart bool) error {
+	t := w.topic
 	grew := false
 	defer func() {
 		if grew {
 			t.notify()
 		}
 	}()
-	for i, ref := range hist[start:] {
-		if start+i == 0 && (ref.LogStart || hasExpiredParent(tbl, ref.SnapshotID)) {
+	for i, ref := range refs {
+		if atStart && i == 0 && (ref.LogStart || hasExpiredParent(tbl, ref.SnapshotID)) {
 			// The table's history starts after snapshots that were expired
 			// before lakegw saw them: the oldest retained snapshot's changes
 			// cannot be derived, so the topic starts with its live rows.
@@ -269,7 +349,7 @@ func (w *watcher) index(ctx context.Context, tbl *table.Table, hist []changelog.
 			}
 			counts = c.CountByPartition()
 		}
-		if start+i == 0 {
+		if atStart && i == 0 {
 			if err := w.startAt(ctx, tbl, ref, counts); err != nil {
 				return err
 			}
@@ -327,6 +407,15 @@ func hasExpiredParent(tbl *table.Table, snapshotID int64) bool {
 
 // indexPrefix indexes a snapshot as a compacted prefix: its live rows.
 func (w *watcher) indexPrefix(ctx context.Context, tbl *table.Table, ref changelog.SnapshotRef) error {
+	// A table that says where its offsets start (a lakegw LSM table) is
+	// renumbered as it was; any other starts under a fresh epoch.
+	if _, known, err := w.tableEnds(tbl, ref); err != nil {
+		return err
+	} else if !known {
+		if err := w.freshEpoch(ctx, tbl); err != nil {
+			return err
+		}
+	}
 	c, err := w.addPrefix(ctx, tbl, ref, "live rows of a snapshot whose parent was expired", func(counts []int64) error {
 		if err := w.startAt(ctx, tbl, ref, counts); err != nil {
 			return err
@@ -339,6 +428,35 @@ func (w *watcher) indexPrefix(ctx context.Context, tbl *table.Table, ref changel
 	}
 	w.log.Info().Int64("snapshot_id", ref.SnapshotID).Int("live_rows", len(c.Records)).
 		Msg("the table's history starts after expired snapshots; the topic starts with the live rows of its oldest snapshot")
+	return nil
+}
+
+// freshEpoch starts an empty index (its state lost, or never kept) of a
+// table whose history begins after expired snapshots under an epoch higher
+// than any an earlier index of it could have used: offsets cannot be
+// rebuilt as they were, and consumers must see a truncation rather than
+// other records at their offsets. Every epoch lakegw starts follows a
+// commit, so the table's last sequence number (the number of snapshots in
+// format v1, which has none) bounds them.
+func (w *watcher) freshEpoch(ctx context.Context, tbl *table.Table) error {
+	idx := w.topic.Index
+	if idx.Len() > 0 {
+		return nil
+	}
+	meta := tbl.Metadata()
+	bound := meta.LastSequenceNumber()
+	if meta.Version() == 1 {
+		bound = int64(len(meta.Snapshots()))
+	}
+	epoch := int32(min(bound, math.MaxInt32))
+	if epoch <= idx.LeaderEpoch() {
+		return nil
+	}
+	if err := idx.RaiseEpoch(ctx, epoch); err != nil {
+		return err
+	}
+	w.log.Warn().Int32("leader_epoch", epoch).
+		Msg("offset index rebuilt for a table whose early snapshots expired: offsets are renumbered under a new leader epoch")
 	return nil
 }
 

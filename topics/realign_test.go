@@ -1,0 +1,134 @@
+package topics
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/lakegw/lakegw/lake"
+	"github.com/lakegw/lakegw/offsets"
+)
+
+// A fetch that located a segment just before an expiry dropped it from the
+// index still reads it (from the table state it was indexed from), and once
+// no published state holds it, fails with ErrSegmentGone, which the reader
+// answers by locating its offset again, never with a storage error.
+func TestSegmentDroppedByExpiryReadsOrIsGone(t *testing.T) {
+	dir := t.TempDir()
+	f := startRegistry(t, dir)
+	ctx := context.Background()
+	ident := threeSnapshots(t, f, "x")
+	tp, _ := f.reg.Topic("ns.x")
+	seg, ok := tp.Index.Locate(0, 0)
+	if !ok || seg.Kind != offsets.KindChanges || seg.Count != 3 {
+		t.Fatalf("offset 0: %+v %v", seg, ok)
+	}
+
+	// Expire the first snapshot, keeping its files: the second becomes
+	// the compacted prefix over offsets 0..3.
+	expireAllButLast2(t, f.cat, ident, table.WithPostCommit(false))
+	// The index drops the snapshot first; the table state that expired
+	// it is published after.
+	waitFor(t, "the compacted prefix and the new table state", func() bool {
+		g, ok := tp.Index.First()
+		return ok && g.Kind == offsets.KindCompactedPrefix && tp.Table().Metadata().SnapshotByID(seg.SnapshotID) == nil
+	})
+	tp.changes.Remove(changesKey{tp.Name, seg.SnapshotID, seg.Kind})
+	c, err := tp.Changes(ctx, seg)
+	if err != nil {
+		t.Fatalf("a segment located before the expiry: %v", err)
+	}
+	if got := c.CountByPartition(); got[0] != 3 {
+		t.Fatalf("expired snapshot derives %v records, want 3", got)
+	}
+
+	// One more commit: no published state holds the snapshot any more.
+	appendIDs(t, f.cat, ident, 6)
+	waitFor(t, "6 records", func() bool { return tp.Index.HighWatermark(0) == 6 })
+	tp.changes.Remove(changesKey{tp.Name, seg.SnapshotID, seg.Kind})
+	if _, err := tp.Changes(ctx, seg); !errors.Is(err, ErrSegmentGone) {
+		t.Fatalf("a segment no state holds: %v, want ErrSegmentGone", err)
+	}
+}
+
+// The state store is lost after snapshots expired: the rebuilt index
+// cannot number the offsets as before, so it starts under an epoch higher
+// than any the lost one used (the table's last sequence number), and a
+// consumer of the old epoch is told its records are gone.
+func TestRebuiltIndexAfterExpiryStartsUnderAFreshEpoch(t *testing.T) {
+	dir := t.TempDir()
+	f := startRegistry(t, dir)
+	ident := threeSnapshots(t, f, "lost")
+	expireAllButLast2(t, f.cat, ident)
+	tp, _ := f.reg.Topic("ns.lost")
+	waitFor(t, "the compacted prefix", func() bool { return tp.Index.LeaderEpoch() == 1 })
+	f.stop()
+	if err := os.Remove(filepath.Join(dir, "state.db")); err != nil {
+		t.Fatal(err)
+	}
+
+	g := startRegistry(t, dir)
+	// Live rows 1-4 at the oldest retained snapshot, then the insert of 5.
+	waitFor(t, "the rebuilt index", func() bool { tp, ok := g.reg.Topic("ns.lost"); return ok && tp.Index.HighWatermark(0) == 5 })
+	tp, _ = g.reg.Topic("ns.lost")
+	if ep := tp.Index.LeaderEpoch(); ep != 3 {
+		t.Fatalf("rebuilt index under epoch %d, want 3 (the table's last sequence number)", ep)
+	}
+	// A consumer at offset 5 under the old epoch 1 learns that epoch 1
+	// ended where the rebuilt log starts.
+	if ep, end, ok := tp.Index.EpochEnd(0, 1); !ok || ep != 1 || end != 0 {
+		t.Fatalf("EpochEnd(1) = %d %d %v, want 1 0 true", ep, end, ok)
+	}
+}
+
+// A gateway restarted after snapshots expired loads an index naming them:
+// the topic is served only once that index was realigned with the table,
+// so no fetch can look an expired snapshot up.
+func TestRestartAfterExpiryServesTheRealignedIndex(t *testing.T) {
+	dir := t.TempDir()
+	f := startRegistry(t, dir)
+	ident := threeSnapshots(t, f, "away")
+	f.stop()
+	cat, err := lake.OpenCatalog(context.Background(), dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expireAllButLast2(t, cat, ident)
+
+	g := startRegistry(t, dir)
+	// Look without sleeping between looks: the topic must not be seen
+	// even briefly before its index is realigned.
+	var tp *Topic
+	deadline := time.Now().Add(10 * time.Second)
+	for ok := false; !ok; tp, ok = g.reg.Topic("ns.away") {
+		if time.Now().After(deadline) {
+			t.Fatal("timed out waiting for the topic")
+		}
+		runtime.Gosched()
+	}
+	if s, ok := tp.Index.First(); !ok || s.Kind != offsets.KindCompactedPrefix {
+		t.Fatalf("served before its index was realigned: first segment %+v", s)
+	}
+	if tp.Table().Metadata().SnapshotByID(tp.Index.Snapshots()[0].SnapshotID) == nil {
+		t.Fatal("the served table state does not hold the first indexed snapshot")
+	}
+}
+
+// threeSnapshots creates ns.<name> with snapshots of 3, 1 and 1 inserts and
+// waits until they are indexed.
+func threeSnapshots(t *testing.T, f *fixture, name string) table.Identifier {
+	t.Helper()
+	ident := table.Identifier{"ns", name}
+	createTable(t, f, ident)
+	appendIDs(t, f.cat, ident, 1, 2, 3)
+	appendIDs(t, f.cat, ident, 4)
+	appendIDs(t, f.cat, ident, 5)
+	waitFor(t, "5 records", func() bool { tp, ok := f.reg.Topic("ns." + name); return ok && tp.Index.HighWatermark(0) == 5 })
+	return ident
+}
