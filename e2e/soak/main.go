@@ -18,7 +18,8 @@
 // replayed cold from its log start.
 //
 // It prints `ratio <name> <value>` lines: cold replay time per 1,000
-// records at the end of the log against its start; gateway CPU per commit,
+// records at the end of the log against its start (from the first record
+// on: the wait for it is the cold start's one-time cost); gateway CPU per commit,
 // writer commit time, and the peaks of the metadata, disk and RSS, the
 // last window of commits against the first (1,000 commits, or a fifth of
 // the run when shorter). Fidelity: each group's materialized copy, and

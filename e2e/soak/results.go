@@ -138,8 +138,7 @@ func (r *results) replayRatios(reps []replayResult) {
 			r.Notes = append(r.Notes, fmt.Sprintf("%s: %d records, too few to time a window", rp.topic, rp.records))
 			continue
 		}
-		per := func(d time.Duration) float64 { return d.Seconds() * 1000 / float64(rp.window) }
-		r.addRatio("cold_replay_per_1000_end_vs_start."+rp.topic, "cold replay, s per 1,000 records", per(rp.first), per(rp.last), 1.5)
+		r.addRatio("cold_replay_per_1000_end_vs_start."+rp.topic, "cold replay, s per 1,000 records", rp.first.Seconds(), rp.last.Seconds(), 1.5)
 		r.Notes = append(r.Notes, fmt.Sprintf("%s: cold replay of %d records in %v (windows of %d records)", rp.topic, rp.records, rp.elapsed.Round(time.Millisecond), rp.window))
 	}
 }

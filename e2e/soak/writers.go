@@ -239,6 +239,7 @@ func commitRetry(ctx context.Context, cat catalog.Catalog, ident table.Identifie
 // writes, with -maintain (issue 11 point 2).
 func expiryProps(c config) iceberg.Properties {
 	return iceberg.Properties{
+		"lakegw.maintenance.enabled":           "true",
 		"history.expire.max-snapshot-age-ms":   fmt.Sprint(c.expireAge.Milliseconds()),
 		"history.expire.min-snapshots-to-keep": fmt.Sprint(c.keepSnapshots),
 	}
