@@ -14,8 +14,10 @@ type replayResult struct {
 	topic   string
 	records int64
 	elapsed time.Duration
-	// window is the number of records timed at the start and at the end
-	// of the log; first and last are the time per 1,000 records there.
+	// changes counts the records that are not compacted-prefix rows.
+	changes int64
+	// window is the number of change records timed at the start and at
+	// the end of the log; first and last are the time per 1,000 there.
 	window      int
 	first, last time.Duration
 	mat         *matTable
@@ -50,7 +52,7 @@ func replay(ctx context.Context, addr string, spec tableSpec, ends map[int32]int
 		cum int64
 	}
 	var polls []poll
-	var n int64
+	var n, changes int64 // records; those that are not compacted-prefix rows
 	start := time.Now()
 	deadline := start.Add(30 * time.Minute)
 	done := func() bool {
@@ -76,7 +78,7 @@ func replay(ctx context.Context, addr string, spec tableSpec, ends map[int32]int
 				return res, fmt.Errorf("replay %s/%d: %w", fe.Topic, fe.Partition, fe.Err)
 			}
 		}
-		before := n
+		before := changes
 		var aerr error
 		fs.EachRecord(func(r *kgo.Record) {
 			if aerr != nil || r.Offset >= ends[r.Partition] {
@@ -85,17 +87,22 @@ func replay(ctx context.Context, addr string, spec tableSpec, ends map[int32]int
 			aerr = res.mat.apply(r)
 			next[r.Partition] = r.Offset + 1
 			n++
+			if header(r, "lakegw.op") != "r" {
+				changes++
+			}
 		})
 		if aerr != nil {
 			return res, aerr
 		}
-		if n > before {
-			polls = append(polls, poll{time.Now(), n})
+		if changes > before {
+			polls = append(polls, poll{time.Now(), changes})
 		}
 	}
 	res.elapsed = time.Since(start)
-	res.records = n
-	res.window = int(min(int64(window), n/4))
+	res.records, res.changes = n, changes
+	// Only change records are timed: a compacted prefix (one snapshot's
+	// live rows) reads at another pace than the history it replaced.
+	res.window = int(min(int64(window), changes/4))
 	if res.window == 0 || len(polls) < 2 {
 		return res, nil
 	}
@@ -118,7 +125,7 @@ func replay(ctx context.Context, addr string, spec tableSpec, ends map[int32]int
 	res.first = per1000(polls[0], polls[j])
 	from := polls[0]
 	for _, p := range polls[:len(polls)-1] {
-		if p.cum <= n-w {
+		if p.cum <= changes-w {
 			from = p
 		}
 	}
