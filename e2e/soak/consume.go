@@ -27,15 +27,23 @@ type group struct {
 	prefixRecords int
 	// next is, per topic and partition, the offset the group expects next.
 	next map[string]map[int32]int64
+	// atHead marks the partitions whose current read began at the log
+	// start and has read only compacted-prefix records so far. A prefix
+	// record anywhere else is a silent skip: the prefix rows below it
+	// were never delivered, and the client was not told (silentSkips
+	// says where).
+	atHead      map[string]map[int32]bool
+	silentSkips []string
 	// records counts every record applied.
 	records int64
 }
 
 func newGroup(name string, specs []tableSpec) *group {
-	g := &group{name: name, tables: map[string]*matTable{}, next: map[string]map[int32]int64{}}
+	g := &group{name: name, tables: map[string]*matTable{}, next: map[string]map[int32]int64{}, atHead: map[string]map[int32]bool{}}
 	for _, s := range specs {
 		g.tables[s.topic] = newMatTable(s)
 		g.next[s.topic] = map[int32]int64{}
+		g.atHead[s.topic] = map[int32]bool{}
 	}
 	return g
 }
@@ -57,6 +65,11 @@ func (g *group) session(ctx context.Context, addr string, resumed bool, stop fun
 	reset := kgo.NewOffset().AtStart()
 	if resumed {
 		reset = kgo.NoResetOffset()
+	}
+	for _, ps := range g.atHead {
+		for p := range ps {
+			ps[p] = false
+		}
 	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumerGroup(g.name), kgo.ConsumeTopics(g.topics()...),
 		kgo.DisableAutoCommit(), kgo.BlockRebalanceOnPoll(), kgo.ConsumeResetOffset(reset),
@@ -101,16 +114,27 @@ func (g *group) handle(ctx context.Context, cl *kgo.Client, adm *kadm.Client, fs
 		if m == nil {
 			return
 		}
-		next := g.next[p.Topic]
+		next, atHead := g.next[p.Topic], g.atHead[p.Topic]
 		for _, r := range p.Records {
-			if want, ok := next[r.Partition]; ok && r.Offset < want {
+			want, ok := next[r.Partition]
+			if ok && r.Offset < want {
 				continue // already applied (a re-fetch after a seek)
+			}
+			if !ok {
+				// A new group's first read starts at the log start.
+				atHead[r.Partition] = true
 			}
 			if err = m.apply(r); err != nil {
 				return
 			}
-			if header(r, "lakegw.op") == "r" {
+			if header(r, "lakegw.op") != "r" {
+				atHead[r.Partition] = false
+			} else {
 				g.prefixRecords++
+				if !atHead[r.Partition] {
+					g.silentSkips = append(g.silentSkips, fmt.Sprintf("%s/%d: a compacted-prefix record at offset %d after offset %d, with no truncation reported", r.Topic, r.Partition, r.Offset, want-1))
+					atHead[r.Partition] = true // once per stretch of prefix
+				}
 			}
 			next[r.Partition] = r.Offset + 1
 			g.records++
@@ -140,6 +164,7 @@ func (g *group) partitionError(ctx context.Context, cl *kgo.Client, adm *kadm.Cl
 		m.reset(p)
 	}
 	delete(g.next[topic], p)
+	g.atHead[topic][p] = true
 	cl.SetOffsets(map[string]map[int32]kgo.EpochOffset{topic: {p: {Epoch: -1, Offset: o.Offset}}})
 	return nil
 }

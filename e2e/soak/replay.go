@@ -122,13 +122,16 @@ func replay(ctx context.Context, addr string, spec tableSpec, ends map[int32]int
 	for j < len(polls)-1 && polls[j].cum < w {
 		j++
 	}
-	res.first = per1000(polls[0], polls[j])
-	from := polls[0]
-	for _, p := range polls[:len(polls)-1] {
+	from := 0
+	for i, p := range polls[:len(polls)-1] {
 		if p.cum <= changes-w {
-			from = p
+			from = i
 		}
 	}
-	res.last = per1000(from, polls[len(polls)-1])
+	if j > from {
+		return res, nil // the two windows share polls: nothing to compare
+	}
+	res.first = per1000(polls[0], polls[j])
+	res.last = per1000(polls[from], polls[len(polls)-1])
 	return res, nil
 }

@@ -138,7 +138,7 @@ func (r *results) replayRatios(reps []replayResult) {
 			r.Notes = append(r.Notes, fmt.Sprintf("%s: %d records, %d of them changes: too few to time a window of them", rp.topic, rp.records, rp.changes))
 			continue
 		}
-		r.addRatio("cold_replay_per_1000_end_vs_start."+rp.topic, "cold replay, s per 1,000 records", rp.first.Seconds(), rp.last.Seconds(), 1.5)
+		r.addRatio("cold_replay_per_1000_end_vs_start."+rp.topic, "cold replay, s per 1,000 changes", rp.first.Seconds(), rp.last.Seconds(), 1.5)
 		r.Notes = append(r.Notes, fmt.Sprintf("%s: cold replay of %d records (%d changes) in %v (windows of %d changes)", rp.topic, rp.records, rp.changes, rp.elapsed.Round(time.Millisecond), rp.window))
 	}
 }

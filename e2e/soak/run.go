@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -95,6 +96,9 @@ func run(ctx context.Context, c config) (*results, error) {
 		}
 	}
 	res.Groups = append(groupOutcomes(live), groupOutcomes(resumed)...)
+	for _, grp := range []*group{live, resumed} {
+		res.addCheck(fmt.Sprintf("group %s: no silent skip (no compacted prefix entered mid-way without a truncation)", grp.name), strings.Join(grp.silentSkips, "; "))
+	}
 
 	// Restart on the same data directory and replay every topic cold.
 	g.stop()
