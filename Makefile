@@ -1,7 +1,7 @@
 # The README's commands. `make test` is what CI runs (through .ci/run).
 GO ?= go
 
-.PHONY: test deps lint build quickstart fuzz bench bench-quick
+.PHONY: test deps lint build quickstart fuzz bench bench-quick soak soak-quick
 
 test: deps lint
 	$(GO) test -race -count=1 -timeout 30m ./...
@@ -32,6 +32,19 @@ bench-quick:
 
 bench:
 	$(GO) run ./e2e/bench -records 5000000 -reps 3 -fresh-samples 200 -fanout-records 200000 -out bench-results/full
+
+# A simulated long life at full speed (issue 11): three tables committing
+# as fast as they can, two consumer groups, a restart and a cold replay;
+# prints the Markdown table and `ratio <name> <value>` lines, and writes
+# results.md and results.json to soak-results/. Background maintenance is
+# on by default; SOAK_FLAGS=-maintain=false for a build without it.
+# soak-quick: 600 commits per table (TestSoakQuick runs 300 in `make test`).
+SOAK_FLAGS ?=
+soak-quick:
+	$(GO) run ./e2e/soak -commits 600 -out soak-results/quick $(SOAK_FLAGS)
+
+soak:
+	$(GO) run ./e2e/soak -commits 20000 -out soak-results/full $(SOAK_FLAGS)
 
 # Flink (MiniCluster jobs) and the Java kafka-clients consumer against a
 # freshly built lakegw: e2e/flink_test.go runs `mvn test` in e2e/flink.

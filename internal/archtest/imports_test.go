@@ -37,6 +37,7 @@ var rules = map[string]rule{
 	// no import rule.
 	"e2e":       {},
 	"e2e/bench": {},
+	"e2e/soak":  {},
 	// "protocol/ may import fetch/, topics/, offsets/, state/ and
 	// protocol/groups/"; internal/bytepool/doc.go: "protocol/ frames
 	// responses in them".

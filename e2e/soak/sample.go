@@ -1,0 +1,75 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"time"
+)
+
+// sample is the state of the soak at one moment of the writing phase.
+type sample struct {
+	at      time.Time
+	commits int64 // every writer's, together
+	cpu     float64
+	rss     int64
+	// metaJSON is the newest metadata.json of each table, by topic;
+	// metaDirs the bytes of every table's metadata/ together; disk the
+	// bytes of the whole data directory.
+	metaJSON map[string]int64
+	metaDirs int64
+	disk     int64
+}
+
+// sampler records samples every interval until its context ends, and
+// cancels the run when the data directory outgrows maxDisk (a soak of a
+// build without maintenance grows quadratically).
+type sampler struct {
+	mu      sync.Mutex
+	samples []sample
+}
+
+func (s *sampler) run(ctx context.Context, every time.Duration, g *gateway, dataDir string, metaDirs map[string]string,
+	writers []*writer, maxDisk int64, abort context.CancelCauseFunc) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		x := sample{at: time.Now(), cpu: cpuSeconds(g.pid()), rss: rssBytes(g.pid()), metaJSON: map[string]int64{}}
+		for _, w := range writers {
+			x.commits += w.commits.Load()
+		}
+		for topic, dir := range metaDirs {
+			x.metaJSON[topic] = newestMetadata(dir)
+			x.metaDirs += dirBytes(dir)
+		}
+		x.disk = dirBytes(dataDir)
+		s.mu.Lock()
+		s.samples = append(s.samples, x)
+		s.mu.Unlock()
+		if maxDisk > 0 && x.disk > maxDisk {
+			abort(fmt.Errorf("the data directory holds %d bytes, more than -max-disk %d: stopped", x.disk, maxDisk))
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (s *sampler) all() []sample {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]sample(nil), s.samples...)
+}
+
+// metadataDir is the local metadata/ directory of a table whose metadata
+// file is at location (a file:// URL or a path).
+func metadataDir(location string) string {
+	if len(location) > 7 && location[:7] == "file://" {
+		location = location[7:]
+	}
+	return filepath.Dir(location)
+}

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// TestSoakQuick runs the quick soak (`make soak-quick`, with fewer commits:
+// LAKEGW_SOAK_COMMITS, default 300) as a separate process, built without
+// the race detector, and checks its results: fidelity strictly (every
+// group's copy and the cold replay equal an iceberg-go scan of every
+// table; the log ends survive the restart), the growth ratios loosely
+// (<= 3, for a noisy 2-core machine) and only when the gateway has
+// background maintenance: without it they grow by design, and are only
+// logged.
+func TestSoakQuick(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the soak takes minutes: not in -short")
+	}
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("the soak builds lakegw and itself: no go command in PATH")
+	}
+	commits := 300
+	if s := os.Getenv("LAKEGW_SOAK_COMMITS"); s != "" {
+		if commits, err = strconv.Atoi(s); err != nil || commits < 50 {
+			t.Fatalf("LAKEGW_SOAK_COMMITS=%q: want a count of at least 50", s)
+		}
+	}
+	dir := t.TempDir()
+	lakegw, soak := filepath.Join(dir, "lakegw"), filepath.Join(dir, "soak")
+	for bin, pkg := range map[string]string{lakegw: "github.com/lakegw/lakegw/cmd/lakegw", soak: "github.com/lakegw/lakegw/e2e/soak"} {
+		if out, err := exec.Command(goBin, "build", "-o", bin, pkg).CombinedOutput(); err != nil {
+			t.Fatalf("go build %s: %v\n%s", pkg, err, out)
+		}
+	}
+	maintain := hasMaintenance(lakegw)
+	ctx := context.Background()
+	if dl, ok := t.Deadline(); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, dl.Add(-30*time.Second))
+		defer cancel()
+	}
+	out := filepath.Join(dir, "out")
+	cmd := exec.CommandContext(ctx, soak, "-commits", strconv.Itoa(commits), "-maintain="+strconv.FormatBool(maintain),
+		"-lakegw", lakegw, "-work", filepath.Join(dir, "work"), "-out", out)
+	stdout, err := cmd.Output()
+	t.Logf("soak output:\n%s", stdout)
+	if err != nil {
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("soak: %v\n%s", err, tail(stderr, 8000))
+	}
+	js, err := os.ReadFile(filepath.Join(out, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res results
+	if err := json.Unmarshal(js, &res); err != nil {
+		t.Fatalf("results.json: %v", err)
+	}
+	if len(res.Checks) < 10 {
+		t.Fatalf("only %d fidelity checks ran, want 10 (2 groups and a cold replay for 3 tables, and the restart)", len(res.Checks))
+	}
+	for _, c := range res.Checks {
+		if !c.OK {
+			t.Errorf("fidelity: %s: %s", c.Name, c.Detail)
+		}
+	}
+	if !maintain {
+		t.Logf("growth ratios not checked: this lakegw has no background maintenance (serve --maintain-interval)")
+		return
+	}
+	for _, r := range res.Ratios {
+		if r.Goal > 0 && r.Value > 3 {
+			t.Errorf("ratio %s = %.2f (%.3g -> %.3g %s): more than 3 (goal %g)", r.Name, r.Value, r.First, r.Last, r.Unit, r.Goal)
+		}
+	}
+}
+
+func tail(b []byte, n int) string {
+	if len(b) > n {
+		return fmt.Sprintf("...\n%s", b[len(b)-n:])
+	}
+	return string(b)
+}
