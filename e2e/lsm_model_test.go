@@ -61,6 +61,21 @@ func lsmRowOfMap(m map[string]any) string {
 	return lsmRow(m["id"], m["name"], m["qty"], m["price"])
 }
 
+// newLSMCatalog opens the embedded catalog of a fresh data dir with
+// namespace ns.
+func newLSMCatalog(t *testing.T, ns string) (string, catalog.Catalog) {
+	t.Helper()
+	dataDir := t.TempDir()
+	cat, err := lake.OpenCatalog(context.Background(), dataDir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cat.CreateNamespace(context.Background(), table.Identifier{ns}, nil); err != nil {
+		t.Fatal(err)
+	}
+	return dataDir, cat
+}
+
 // lsmModel is the expected table, partial-update semantics.
 type lsmModel = lsmmodel.Model
 
@@ -376,16 +391,9 @@ func TestLsmModelThroughKafka(t *testing.T) {
 
 func testLsmModelThroughKafka(t *testing.T, version, rounds int) {
 	ctx := context.Background()
-	dataDir := t.TempDir()
-	cat, err := lake.OpenCatalog(ctx, dataDir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cat.CreateNamespace(ctx, table.Identifier{"lsm"}, nil); err != nil {
-		t.Fatal(err)
-	}
 	const buckets, keys = 3, 80
 	ident := table.Identifier{"lsm", "model"}
+	dataDir, cat := newLSMCatalog(t, ident[0])
 	tb, err := lsm.Create(ctx, cat, ident, lsmSchema, lsm.CreateOptions{PrimaryKey: []string{"id"}, Buckets: buckets,
 		MergeEngine: lsm.EnginePartialUpdate, FormatVersion: version},
 		lsm.Options{Compaction: lsm.CompactionOptions{Trigger: 3}})

@@ -33,16 +33,9 @@ import (
 // the next checkpoint and the changelog files before it are removed.
 func TestLSMTopicKeepsRetentionPastSnapshotExpiry(t *testing.T) {
 	ctx := context.Background()
-	dataDir := t.TempDir()
-	cat, err := lake.OpenCatalog(ctx, dataDir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cat.CreateNamespace(ctx, table.Identifier{"lsm"}, nil); err != nil {
-		t.Fatal(err)
-	}
 	const buckets, keys = 2, 40
 	ident := table.Identifier{"lsm", "kept"}
+	dataDir, cat := newLSMCatalog(t, ident[0])
 	tb, err := lsm.Create(ctx, cat, ident, lsmSchema, lsm.CreateOptions{PrimaryKey: []string{"id"}, Buckets: buckets,
 		MergeEngine: lsm.EngineDeduplicate}, lsm.Options{})
 	if err != nil {
@@ -143,7 +136,7 @@ func TestLSMTopicKeepsRetentionPastSnapshotExpiry(t *testing.T) {
 
 	// Past retention the log start moves to the next checkpoint, and the
 	// changelog files before it go.
-	setProps(t, cat, ident, map[string]string{changelog.PropRetentionMs: "1"})
+	setTableProps(t, cat, ident, map[string]string{changelog.PropRetentionMs: "1"})
 	expireLSM(t, cat, ident, 3) // a new checkpoint at the head
 	commit(4)
 	time.Sleep(5 * time.Millisecond)
@@ -166,7 +159,7 @@ func head(s []string) []string { return s[:min(len(s), 3)] }
 // `lakegw maintain` do, keeping the last n snapshots whatever their age.
 func expireLSM(t *testing.T, cat catalog.Catalog, ident table.Identifier, n int) {
 	t.Helper()
-	setProps(t, cat, ident, map[string]string{table.MinSnapshotsToKeepKey: strconv.Itoa(n), table.MaxSnapshotAgeMsKey: "0"})
+	setTableProps(t, cat, ident, map[string]string{table.MinSnapshotsToKeepKey: strconv.Itoa(n), table.MaxSnapshotAgeMsKey: "0"})
 	log := zerolog.New(zerolog.NewTestWriter(t))
 	_, err := maintain.Run(context.Background(), cat, ident, maintain.Options{Log: log, Retention: lsm.NewRetention(cat, log)})
 	if err != nil {
@@ -181,22 +174,6 @@ func currentSnapshot(t *testing.T, cat catalog.Catalog, ident table.Identifier) 
 		t.Fatal(err)
 	}
 	return tbl.CurrentSnapshot().SnapshotID
-}
-
-func setProps(t *testing.T, cat catalog.Catalog, ident table.Identifier, props map[string]string) {
-	t.Helper()
-	ctx := context.Background()
-	tbl, err := cat.LoadTable(ctx, ident)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tx := tbl.NewTransaction()
-	if err := tx.SetProperties(props); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
 }
 
 func changelogFiles(t *testing.T, dataDir string) int {

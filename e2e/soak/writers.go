@@ -18,6 +18,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/rs/zerolog"
 
+	"github.com/lakegw/lakegw/changelog"
 	"github.com/lakegw/lakegw/lsm"
 	"github.com/lakegw/lakegw/quickstart"
 )
@@ -239,9 +240,9 @@ func commitRetry(ctx context.Context, cat catalog.Catalog, ident table.Identifie
 // writes, with -maintain (issue 11 point 2).
 func expiryProps(c config) iceberg.Properties {
 	return iceberg.Properties{
-		"lakegw.maintenance.enabled":           "true",
-		"history.expire.max-snapshot-age-ms":   fmt.Sprint(c.expireAge.Milliseconds()),
-		"history.expire.min-snapshots-to-keep": fmt.Sprint(c.keepSnapshots),
+		changelog.PropMaintenanceEnabled: "true",
+		table.MaxSnapshotAgeMsKey:        fmt.Sprint(c.expireAge.Milliseconds()),
+		table.MinSnapshotsToKeepKey:      fmt.Sprint(c.keepSnapshots),
 	}
 }
 
