@@ -55,6 +55,9 @@ type LSMLogEntry struct {
 	// changes, as a compaction).
 	Manifest string  `json:"manifest,omitempty"`
 	Counts   []int64 `json:"counts"`
+	// Bytes is the size of the snapshot's changelog files and manifest,
+	// what retention.bytes counts.
+	Bytes int64 `json:"bytes"`
 }
 
 // EncodeLSMLog renders a log as JSON.

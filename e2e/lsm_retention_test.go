@@ -88,6 +88,24 @@ func TestLSMTopicKeepsRetentionPastSnapshotExpiry(t *testing.T) {
 	if len(log.Entries) == 0 || log.Entries[0].ParentID != checkpoint {
 		t.Fatalf("changelog log %+v does not start after the checkpoint %d", log.Entries, checkpoint)
 	}
+	// Each logged snapshot carries the size of its changelog, which
+	// retention.bytes counts: the files on disk say the same.
+	for _, e := range log.Entries {
+		if e.Manifest == "" {
+			continue
+		}
+		m, err := changelog.ReadLSMManifest(fsys, e.Manifest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := fileSize(t, e.Manifest)
+		for _, f := range m.Files {
+			want += fileSize(t, f.Path)
+		}
+		if e.Bytes != want {
+			t.Fatalf("logged snapshot %d: %d bytes, its files hold %d", e.SnapshotID, e.Bytes, want)
+		}
+	}
 	hist, err := changelog.LSMHistory(tbl.Metadata(), log)
 	if err != nil {
 		t.Fatal(err)
@@ -174,6 +192,15 @@ func currentSnapshot(t *testing.T, cat catalog.Catalog, ident table.Identifier) 
 		t.Fatal(err)
 	}
 	return tbl.CurrentSnapshot().SnapshotID
+}
+
+func fileSize(t *testing.T, path string) int64 {
+	t.Helper()
+	st, err := os.Stat(strings.TrimPrefix(path, "file://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Size()
 }
 
 func changelogFiles(t *testing.T, dataDir string) int {

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
@@ -26,16 +25,6 @@ import (
 // topic keeps between 1 and 1.25 times retention.ms of changes (Kafka
 // likewise deletes whole segments only).
 const checkpointsPerRetention = 4
-
-// retentionOf returns an LSM table's topic retention (lakegw.retention.ms,
-// Kafka's 7 days by default); ok is false for -1, unbounded.
-func retentionOf(props iceberg.Properties) (d time.Duration, ok bool, err error) {
-	r, err := changelog.ParseRetention(props, changelog.DefaultRetention())
-	if err != nil || r.Ms < 0 {
-		return 0, false, err
-	}
-	return time.Duration(r.Ms) * time.Millisecond, true, nil
-}
 
 // Retention keeps an LSM table's changes past snapshot expiry for the
 // topic's retention (see changelog.LSMLog). A maintenance pass calls
@@ -92,12 +81,16 @@ func (r *Retention) Checkpoint(ctx context.Context, tbl *table.Table, now time.T
 	if !changelog.IsLSMTable(tbl.Properties()) {
 		return tbl, nil
 	}
-	keep, bounded, err := retentionOf(tbl.Properties())
+	ret, err := changelog.ParseRetention(tbl.Properties(), changelog.DefaultRetention())
 	if err != nil {
 		return nil, err
 	}
+	// Unbounded retention (-1) still checkpoints, a week apart, and
+	// never drops one.
+	bounded := ret.Ms > 0
+	keep := ret.MsDuration()
 	if !bounded {
-		keep = changelog.DefaultRetention().MsDuration() * checkpointsPerRetention
+		keep = changelog.DefaultRetention().MsDuration()
 	}
 	meta := tbl.Metadata()
 	head := meta.CurrentSnapshot()
@@ -111,10 +104,15 @@ func (r *Retention) Checkpoint(ctx context.Context, tbl *table.Table, now time.T
 		name := changelog.LSMCheckpointTagPrefix + strconv.FormatInt(head.SnapshotID, 10)
 		updates = append(updates, table.NewSetSnapshotRefUpdate(name, head.SnapshotID, table.TagRef, 0, 0, 0))
 	}
-	cutoff := now.Add(-keep).UnixMilli()
-	for bounded && len(cps) >= 2 && cps[1].snap.TimestampMs <= cutoff {
-		updates = append(updates, table.NewRemoveSnapshotRefUpdate(cps[0].tag))
-		cps = cps[1:]
+	log, err := r.currentLog(ctx, tbl)
+	if err != nil {
+		return nil, err
+	}
+	if !bounded {
+		ret.Ms = -1
+	}
+	for _, c := range expiredCheckpoints(cps, log, ret, now) {
+		updates = append(updates, table.NewRemoveSnapshotRefUpdate(c.tag))
 	}
 	if len(updates) == 0 {
 		return tbl, nil
@@ -129,6 +127,48 @@ func (r *Retention) Checkpoint(ctx context.Context, tbl *table.Table, now time.T
 		return nil, fmt.Errorf("reload %s after its checkpoints: %w", lakeName(tbl), err)
 	}
 	return fresh, nil
+}
+
+// currentLog reads the changelog log the table names (an empty one if none).
+func (r *Retention) currentLog(ctx context.Context, tbl *table.Table) (*changelog.LSMLog, error) {
+	path := tbl.Properties()[changelog.PropLSMChangelogLog]
+	if path == "" {
+		return &changelog.LSMLog{}, nil
+	}
+	fsys, err := tbl.FS(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("file IO: %w", err)
+	}
+	return changelog.ReadLSMLog(fsys, path)
+}
+
+// expiredCheckpoints returns the oldest checkpoints the topic no longer
+// needs: while the next one is older than retention.ms, or the changelog
+// kept past expiry after the next one alone reaches retention.bytes.
+func expiredCheckpoints(cps []checkpoint, log *changelog.LSMLog, ret changelog.Retention, now time.Time) []checkpoint {
+	cutoff := now.Add(-ret.MsDuration()).UnixMilli()
+	n := 0
+	for len(cps)-n >= 2 {
+		next := cps[n+1].snap
+		if !(ret.Ms > 0 && next.TimestampMs <= cutoff || ret.Bytes > 0 && loggedBytesAfter(log, next) >= ret.Bytes) {
+			break
+		}
+		n++
+	}
+	return cps[:n]
+}
+
+// loggedBytesAfter is the size of the changelog kept past expiry after
+// snapshot s: what retention.bytes bounds once the checkpoint before s goes
+// (like Kafka's, it counts whole segments: a checkpoint's span at a time).
+func loggedBytesAfter(log *changelog.LSMLog, s *table.Snapshot) int64 {
+	var n int64
+	for _, e := range log.Entries {
+		if e.SequenceNumber > s.SequenceNumber {
+			n += e.Bytes
+		}
+	}
+	return n
 }
 
 // AfterExpire rewrites the changelog log in tx, which expires the snapshots
@@ -146,12 +186,10 @@ func (r *Retention) AfterExpire(ctx context.Context, tbl *table.Table, tx *table
 	if err != nil {
 		return fmt.Errorf("file IO: %w", err)
 	}
-	old := &changelog.LSMLog{}
 	oldPath := props[changelog.PropLSMChangelogLog]
-	if oldPath != "" {
-		if old, err = changelog.ReadLSMLog(fsys, oldPath); err != nil {
-			return err
-		}
+	old, err := r.currentLog(ctx, tbl)
+	if err != nil {
+		return err
 	}
 	staged, err := tx.StagedTable()
 	if err != nil {
@@ -161,7 +199,9 @@ func (r *Retention) AfterExpire(ctx context.Context, tbl *table.Table, tx *table
 	if err != nil {
 		return err
 	}
-	next, err := chainLog(staged.Metadata(), props, sp.buckets, old, expired)
+	next, err := chainLog(staged.Metadata(), props, sp.buckets, old, expired, func(manifest string) (int64, error) {
+		return changelogBytes(fsys, manifest)
+	})
 	if err != nil {
 		return fmt.Errorf("changelog log of %s: %w", lakeName(tbl), err)
 	}
@@ -225,7 +265,8 @@ func (r *Retention) AfterExpire(ctx context.Context, tbl *table.Table, tx *table
 // (retained, expiring, logged) until the oldest checkpoint. A chain that
 // does not reach a checkpoint logs nothing: without the checkpoint's live
 // rows the logged changes could not rebuild the table.
-func chainLog(meta table.Metadata, props map[string]string, buckets int, old *changelog.LSMLog, expired []table.Snapshot) (*changelog.LSMLog, error) {
+func chainLog(meta table.Metadata, props map[string]string, buckets int, old *changelog.LSMLog, expired []table.Snapshot,
+	sizeOf func(manifest string) (int64, error)) (*changelog.LSMLog, error) {
 	next := &changelog.LSMLog{Buckets: buckets}
 	cps := checkpoints(meta)
 	if len(cps) == 0 {
@@ -263,6 +304,11 @@ func chainLog(meta table.Metadata, props map[string]string, buckets int, old *ch
 			e = le
 		} else {
 			return next, nil // the chain ends before the checkpoint
+		}
+		if _, was := logged[e.SnapshotID]; !was && e.Manifest != "" {
+			if e.Bytes, err = sizeOf(e.Manifest); err != nil {
+				return nil, err
+			}
 		}
 		chain = append(chain, e)
 		if e.ParentID < 0 {
@@ -302,6 +348,32 @@ func manifestFiles(fsys icebergio.IO, path string) ([]string, error) {
 		out = append(out, lf.Path)
 	}
 	return out, nil
+}
+
+// changelogBytes is the size of a snapshot's changelog: its manifest and
+// the changelog files it lists (0 for what is already gone).
+func changelogBytes(fsys icebergio.IO, manifest string) (int64, error) {
+	files, err := manifestFiles(fsys, manifest)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, p := range files {
+		f, err := fsys.Open(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return 0, fmt.Errorf("open %s: %w", p, err)
+		}
+		st, err := f.Stat()
+		f.Close()
+		if err != nil {
+			return 0, fmt.Errorf("stat %s: %w", p, err)
+		}
+		n += st.Size()
+	}
+	return n, nil
 }
 
 // Committed deletes the changelog files that left the topic with the
