@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"strconv"
 	"time"
+
+	"github.com/lakegw/lakegw/e2e/internal/procs"
 )
 
 // consumeJava reads [from, to) of partition 0 of topic with Apache Kafka's
@@ -43,24 +45,24 @@ func consumeJava(ctx context.Context, kafkaScript, addr, topic string, from, to 
 
 // javaPasses measures Kafka, lakegw cold (a new gateway, left in *g) and
 // lakegw warm with the Java consumer, as the franz-go passes do.
-func javaPasses(ctx context.Context, c config, r *results, rep int, kafka *proc, g **proc, gw gatewayOpts, total int64) error {
-	cpu0 := cpuSeconds(kafka.pid())
-	kr, err := consumeJava(ctx, c.kafkaScript, kafka.addr, mainTopic, 0, total)
+func javaPasses(ctx context.Context, c config, r *results, rep int, kafka *procs.Proc, g **procs.Proc, gw gatewayOpts, total int64) error {
+	cpu0 := procs.CPUSeconds(kafka.Pid())
+	kr, err := consumeJava(ctx, c.kafkaScript, kafka.Addr, mainTopic, 0, total)
 	if err != nil {
 		return err
 	}
-	r.addRep("kafka_java", rep, kr, cpuSeconds(kafka.pid())-cpu0)
-	(*g).stop()
+	r.addRep("kafka_java", rep, kr, procs.CPUSeconds(kafka.Pid())-cpu0)
+	(*g).Stop()
 	if *g, err = startGateway(ctx, gw); err != nil {
 		return err
 	}
 	for _, kind := range []string{"cold_java", "warm_java"} {
-		cpu0 := cpuSeconds((*g).pid())
-		res, err := consumeJava(ctx, c.kafkaScript, (*g).addr, mainTopic, 0, total)
+		cpu0 := procs.CPUSeconds((*g).Pid())
+		res, err := consumeJava(ctx, c.kafkaScript, (*g).Addr, mainTopic, 0, total)
 		if err != nil {
 			return err
 		}
-		r.addRep(kind, rep, res, cpuSeconds((*g).pid())-cpu0)
+		r.addRep(kind, rep, res, procs.CPUSeconds((*g).Pid())-cpu0)
 	}
 	logf("rep %d, Java consumer: kafka %.0f rec/s, lakegw cold %.0f, warm %.0f", rep+1,
 		r.reps["kafka_java"][rep].res.recsPerSec(), r.reps["cold_java"][rep].res.recsPerSec(), r.reps["warm_java"][rep].res.recsPerSec())

@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/lakegw/lakegw/e2e/internal/procs"
 	"github.com/lakegw/lakegw/lsm"
 )
 
@@ -276,14 +277,14 @@ func lsmPasses(ctx context.Context, r *results, rep int, gw gatewayOpts, total i
 	if err != nil {
 		return err
 	}
-	defer g.stop()
+	defer g.Stop()
 	for _, kind := range []string{"lsm_cold", "lsm_warm"} {
-		cpu0 := cpuSeconds(g.pid())
-		res, err := consume(ctx, g.addr, lsmTopic, 0, total, nil)
+		cpu0 := procs.CPUSeconds(g.Pid())
+		res, err := consume(ctx, g.Addr, lsmTopic, 0, total, nil)
 		if err != nil {
 			return err
 		}
-		r.addRep(kind, rep, res, cpuSeconds(g.pid())-cpu0)
+		r.addRep(kind, rep, res, procs.CPUSeconds(g.Pid())-cpu0)
 	}
 	logf("rep %d, %s: lakegw cold %.0f rec/s, warm %.0f", rep+1, lsmTopic,
 		r.reps["lsm_cold"][rep].res.recsPerSec(), r.reps["lsm_warm"][rep].res.recsPerSec())

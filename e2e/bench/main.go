@@ -43,6 +43,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/lakegw/lakegw/e2e/internal/procs"
 	"github.com/lakegw/lakegw/lake"
 )
 
@@ -197,7 +198,7 @@ func run(ctx context.Context, c config) (err error) {
 	if err != nil {
 		return err
 	}
-	defer kafka.stop()
+	defer kafka.Stop()
 
 	if c.lakegwBin == "" {
 		c.lakegwBin = filepath.Join(c.work, "lakegw")
@@ -240,41 +241,41 @@ func run(ctx context.Context, c config) (err error) {
 	if err != nil {
 		return err
 	}
-	if err := waitEndOffset(ctx, g1.addr, mainTopic, total, 30*time.Minute); err != nil {
-		g1.stop()
+	if err := waitEndOffset(ctx, g1.Addr, mainTopic, total, 30*time.Minute); err != nil {
+		g1.Stop()
 		return err
 	}
 	idx := consumeResult{Records: total, Elapsed: time.Since(t0)}
-	r.add(row{name: "lakegw index (derive every snapshot once, at first start)", res: idx, cpu: cpuSeconds(g1.pid())})
+	r.add(row{name: "lakegw index (derive every snapshot once, at first start)", res: idx, cpu: procs.CPUSeconds(g1.Pid())})
 	logf("lakegw indexed %d records in %v", total, idx.Elapsed.Round(time.Millisecond))
-	if err := kafka.waitReady(ctx, 3*time.Minute); err != nil {
-		g1.stop()
+	if err := kafka.WaitKafka(ctx, 3*time.Minute); err != nil {
+		g1.Stop()
 		return err
 	}
-	cpu0 := cpuSeconds(g1.pid())
-	copied, err := copyToKafka(ctx, g1.addr, kafka.addr, mainTopic, total)
+	cpu0 := procs.CPUSeconds(g1.Pid())
+	copied, err := copyToKafka(ctx, g1.Addr, kafka.Addr, mainTopic, total)
 	if err != nil {
-		g1.stop()
+		g1.Stop()
 		return fmt.Errorf("copy to kafka: %w", err)
 	}
-	r.add(row{name: "lakegw first read, copied into Kafka by a franz-go producer", res: copied, cpu: cpuSeconds(g1.pid()) - cpu0})
+	r.add(row{name: "lakegw first read, copied into Kafka by a franz-go producer", res: copied, cpu: procs.CPUSeconds(g1.Pid()) - cpu0})
 	r.refSum = copied.Sum
 	logf("copied %d records (%.1f MB) into Kafka in %v", copied.Records, float64(copied.Bytes)/1e6, copied.Elapsed.Round(time.Millisecond))
 	if r.lsmOn() {
-		if err := lsmReference(ctx, g1.addr, r, total); err != nil {
-			g1.stop()
+		if err := lsmReference(ctx, g1.Addr, r, total); err != nil {
+			g1.Stop()
 			return err
 		}
 	}
-	g1.stop()
-	if n, err := endOffset(ctx, kafka.addr, mainTopic); err != nil || n != total {
+	g1.Stop()
+	if n, err := endOffset(ctx, kafka.Addr, mainTopic); err != nil || n != total {
 		return fmt.Errorf("kafka holds %d records (%v), want %d", n, err, total)
 	}
 
 	// 3. Throughput: Kafka, lakegw cold (fresh process), lakegw warm (a
 	// second consumer of the same range), interleaved per repetition.
-	var g *proc
-	defer func() { g.stop() }()
+	var g *procs.Proc
+	defer func() { g.Stop() }()
 	// A long-running broker has a warm JIT: one unmeasured pass first. It
 	// also takes the digest of the changes bench.orders describes, which
 	// the LSM topic must equal (changeDigest).
@@ -283,7 +284,7 @@ func run(ctx context.Context, c config) (err error) {
 	if r.lsmOn() {
 		each = mainDigest.add
 	}
-	if _, err := consume(ctx, kafka.addr, mainTopic, 0, total, each); err != nil {
+	if _, err := consume(ctx, kafka.Addr, mainTopic, 0, total, each); err != nil {
 		return err
 	}
 	if r.lsmOn() {
@@ -295,32 +296,32 @@ func run(ctx context.Context, c config) (err error) {
 		}
 	}
 	for rep := range c.reps {
-		cpu0 := cpuSeconds(kafka.pid())
-		kr, err := consume(ctx, kafka.addr, mainTopic, 0, total, nil)
+		cpu0 := procs.CPUSeconds(kafka.Pid())
+		kr, err := consume(ctx, kafka.Addr, mainTopic, 0, total, nil)
 		if err != nil {
 			return err
 		}
-		r.addRep("kafka", rep, kr, cpuSeconds(kafka.pid())-cpu0)
+		r.addRep("kafka", rep, kr, procs.CPUSeconds(kafka.Pid())-cpu0)
 
-		g.stop()
+		g.Stop()
 		if g, err = startGateway(ctx, gw); err != nil {
 			return err
 		}
-		rss, _ := memStat(g.pid())
+		rss, _ := procs.MemStat(g.Pid())
 		r.idleRSS = rss
-		cpu0 = cpuSeconds(g.pid())
-		cold, err := consume(ctx, g.addr, mainTopic, 0, total, nil)
+		cpu0 = procs.CPUSeconds(g.Pid())
+		cold, err := consume(ctx, g.Addr, mainTopic, 0, total, nil)
 		if err != nil {
 			return err
 		}
-		r.addRep("cold", rep, cold, cpuSeconds(g.pid())-cpu0)
-		cpu0 = cpuSeconds(g.pid())
-		warm, err := consume(ctx, g.addr, mainTopic, 0, total, nil)
+		r.addRep("cold", rep, cold, procs.CPUSeconds(g.Pid())-cpu0)
+		cpu0 = procs.CPUSeconds(g.Pid())
+		warm, err := consume(ctx, g.Addr, mainTopic, 0, total, nil)
 		if err != nil {
 			return err
 		}
-		r.addRep("warm", rep, warm, cpuSeconds(g.pid())-cpu0)
-		r.afterWarmRSS, _ = memStat(g.pid())
+		r.addRep("warm", rep, warm, procs.CPUSeconds(g.Pid())-cpu0)
+		r.afterWarmRSS, _ = procs.MemStat(g.Pid())
 
 		if c.java {
 			if err := javaPasses(ctx, c, r, rep, kafka, &g, gw, total); err != nil {
@@ -344,7 +345,7 @@ func run(ctx context.Context, c config) (err error) {
 	}
 
 	if c.profile != "" {
-		g.stop()
+		g.Stop()
 		g = nil
 		// A fan-out of n takes about n times a single warm pass of its
 		// records.
@@ -357,7 +358,7 @@ func run(ctx context.Context, c config) (err error) {
 		if g, err = startGateway(ctx, gw); err != nil {
 			return err
 		}
-		if _, err := consume(ctx, g.addr, mainTopic, 0, total, nil); err != nil {
+		if _, err := consume(ctx, g.Addr, mainTopic, 0, total, nil); err != nil {
 			return err
 		}
 	}
@@ -380,7 +381,7 @@ func run(ctx context.Context, c config) (err error) {
 		logf("fan-out %d: lakegw %.0f rec/s (peak RSS %.0f MiB), kafka %.0f rec/s", n, f.res.recsPerSec(), mib(f.peakRSS), kf.res.recsPerSec())
 	}
 	if n := slices.Max(c.fanout); n > 1 {
-		g.stop()
+		g.Stop()
 		if g, err = startGateway(ctx, gw); err != nil {
 			return err
 		}
@@ -392,11 +393,11 @@ func run(ctx context.Context, c config) (err error) {
 		r.fan = append(r.fan, f)
 		logf("fan-out %d on a cold gateway: %.0f rec/s (peak RSS %.0f MiB)", n, f.res.recsPerSec(), mib(f.peakRSS))
 	}
-	r.kafkaRSS, _ = memStat(kafka.pid())
+	r.kafkaRSS, _ = procs.MemStat(kafka.Pid())
 
 	// 5. Freshness, with lakegw's default catalog polling (200 ms).
 	fromGW := fresh.Changes
-	r.freshGW, err = measureFreshness(ctx, g.addr, freshTopic, fromGW, c.freshSamples, func() (int64, error) {
+	r.freshGW, err = measureFreshness(ctx, g.Addr, freshTopic, fromGW, c.freshSamples, func() (int64, error) {
 		before := fresh.Changes
 		if err := fresh.commit(ctx, 10); err != nil {
 			return 0, err
@@ -406,7 +407,7 @@ func run(ctx context.Context, c config) (err error) {
 	if err != nil {
 		return fmt.Errorf("lakegw freshness: %w", err)
 	}
-	r.freshKafka, err = kafkaFreshness(ctx, kafka.addr, c.freshSamples)
+	r.freshKafka, err = kafkaFreshness(ctx, kafka.Addr, c.freshSamples)
 	if err != nil {
 		return fmt.Errorf("kafka freshness: %w", err)
 	}
@@ -472,17 +473,17 @@ type fanResult struct {
 	cpu       float64
 }
 
-func fanOut(ctx context.Context, p *proc, n int, records int64) (fanResult, error) {
-	resetHWM(p.pid())
-	s := sampleRSS(p.pid())
-	cpu0 := cpuSeconds(p.pid())
-	res, err := consumeMany(ctx, p.addr, mainTopic, n, 0, records)
+func fanOut(ctx context.Context, p *procs.Proc, n int, records int64) (fanResult, error) {
+	procs.ResetHWM(p.Pid())
+	s := sampleRSS(p.Pid())
+	cpu0 := procs.CPUSeconds(p.Pid())
+	res, err := consumeMany(ctx, p.Addr, mainTopic, n, 0, records)
 	peak := s.Stop()
-	_, hwm := memStat(p.pid())
+	_, hwm := procs.MemStat(p.Pid())
 	if err != nil {
-		return fanResult{}, fmt.Errorf("%d consumers of %s: %w", n, p.name, err)
+		return fanResult{}, fmt.Errorf("%d consumers of %s: %w", n, p.Name, err)
 	}
-	return fanResult{consumers: n, res: res, peakRSS: peak, hwm: hwm, cpu: cpuSeconds(p.pid()) - cpu0}, nil
+	return fanResult{consumers: n, res: res, peakRSS: peak, hwm: hwm, cpu: procs.CPUSeconds(p.Pid()) - cpu0}, nil
 }
 
 // kafkaFreshness produces 10 records at a time (as lakegw's freshness

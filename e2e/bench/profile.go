@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/lakegw/lakegw/e2e/internal/procs"
 )
 
 // profilePasses repeats the cold and warm passes, unmeasured, on a new
@@ -26,7 +28,7 @@ func profilePasses(ctx context.Context, gw gatewayOpts, dir string, total int64,
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	debugAddr, err := freeAddr()
+	debugAddr, err := procs.FreeAddr()
 	if err != nil {
 		return err
 	}
@@ -35,7 +37,7 @@ func profilePasses(ctx context.Context, gw gatewayOpts, dir string, total int64,
 	if err != nil {
 		return err
 	}
-	defer g.stop()
+	defer g.Stop()
 	// profiled runs pass while a CPU profile of secs seconds is taken.
 	profiled := func(name, file string, secs int, pass func() error) error {
 		path := filepath.Join(dir, file)
@@ -52,7 +54,7 @@ func profilePasses(ctx context.Context, gw gatewayOpts, dir string, total int64,
 	}
 	passSecs := func(took time.Duration) int { return int(math.Ceil(took.Seconds())) + 1 }
 	readAll := func(topic string) func() error {
-		return func() error { _, err := consume(ctx, g.addr, topic, 0, total, nil); return err }
+		return func() error { _, err := consume(ctx, g.Addr, topic, 0, total, nil); return err }
 	}
 	if err := profiled("the cold pass", "cold.pprof", passSecs(cold), readAll(mainTopic)); err != nil {
 		return err
@@ -71,7 +73,7 @@ func profilePasses(ctx context.Context, gw gatewayOpts, dir string, total int64,
 	if fanout > 1 {
 		secs := int(min(max(fanoutTook.Seconds(), 5), 60)) + 1
 		err := profiled(fmt.Sprintf("%d consumers at once", fanout), "fanout.pprof", secs, func() error {
-			_, err := consumeMany(ctx, g.addr, mainTopic, fanout, 0, fanoutRecords)
+			_, err := consumeMany(ctx, g.Addr, mainTopic, fanout, 0, fanoutRecords)
 			return err
 		})
 		if err != nil {

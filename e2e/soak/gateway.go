@@ -2,19 +2,15 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io/fs"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/lakegw/lakegw/e2e/internal/procs"
 )
 
 // serveArgs are every `lakegw serve` flag the soak passes, in one place so
@@ -31,133 +27,16 @@ func serveArgs(c config, dataDir, addr string) []string {
 	return append(args, c.serveFlags...)
 }
 
-// gateway is a running `lakegw serve`.
-type gateway struct {
-	cmd  *exec.Cmd
-	addr string
-	done chan error
-	mu   sync.Mutex
-	logs []byte // the tail of what it printed
-}
-
-func (g *gateway) Write(b []byte) (int, error) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.logs = append(g.logs, b...)
-	if len(g.logs) > 1<<20 { // a long run must not grow it without bound
-		g.logs = append([]byte(nil), g.logs[len(g.logs)-(64<<10):]...)
-	}
-	return len(b), nil
-}
-
-func (g *gateway) tail() string {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	s := string(g.logs)
-	if len(s) > 4000 {
-		s = "...\n" + s[len(s)-4000:]
-	}
-	return s
-}
-
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
-}
-
 // startGateway starts lakegw serve on dataDir and waits until it answers.
-func startGateway(ctx context.Context, c config, dataDir string) (*gateway, error) {
-	addr, err := freeAddr()
+// The soak keeps 64 KiB of its log once it passes 1 MiB, and shows the
+// last 4000 bytes in errors.
+func startGateway(ctx context.Context, c config, dataDir string) (*procs.Proc, error) {
+	addr, err := procs.FreeAddr()
 	if err != nil {
 		return nil, err
 	}
-	g := &gateway{addr: addr, done: make(chan error, 1)}
-	g.cmd = exec.Command(c.lakegwBin, serveArgs(c, dataDir, addr)...)
-	g.cmd.Stdout, g.cmd.Stderr = g, g
-	// No gateway outlives a killed soak.
-	g.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := g.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start lakegw: %w", err)
-	}
-	go func() { g.done <- g.cmd.Wait() }()
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
-		if err == nil {
-			pctx, cancel := context.WithTimeout(ctx, time.Second)
-			err = cl.Ping(pctx)
-			cancel()
-			cl.Close()
-			if err == nil {
-				return g, nil
-			}
-		}
-		select {
-		case werr := <-g.done:
-			g.done <- werr
-			return nil, fmt.Errorf("lakegw serve exited early (%v):\n%s", werr, g.tail())
-		case <-ctx.Done():
-			g.stop()
-			return nil, ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			g.stop()
-			return nil, fmt.Errorf("lakegw did not answer on %s: %v\n%s", addr, err, g.tail())
-		}
-	}
-}
-
-// stop sends SIGTERM and waits, then kills.
-func (g *gateway) stop() {
-	if g == nil || g.cmd.Process == nil {
-		return
-	}
-	_ = syscall.Kill(-g.cmd.Process.Pid, syscall.SIGTERM)
-	select {
-	case err := <-g.done:
-		g.done <- err
-	case <-time.After(20 * time.Second):
-		_ = syscall.Kill(-g.cmd.Process.Pid, syscall.SIGKILL)
-		g.done <- <-g.done
-	}
-}
-
-func (g *gateway) pid() int { return g.cmd.Process.Pid }
-
-// cpuSeconds is the user+system CPU time process pid has used.
-func cpuSeconds(pid int) float64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	s := string(data)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	if len(fields) < 13 {
-		return 0
-	}
-	utime, _ := strconv.ParseFloat(fields[11], 64)
-	stime, _ := strconv.ParseFloat(fields[12], 64)
-	return (utime + stime) / 100 // USER_HZ
-}
-
-// rssBytes is VmRSS of process pid.
-func rssBytes(pid int) int64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
-			kb, _ := strconv.ParseInt(f[1], 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
+	cmd := exec.Command(c.lakegwBin, serveArgs(c, dataDir, addr)...)
+	return procs.StartServing(ctx, "lakegw", addr, cmd, procs.NewLogTail(1<<20, 64<<10, 4000), 2*time.Minute)
 }
 
 // dirBytes is the size of every regular file under dir. Files removed

@@ -10,6 +10,7 @@ import (
 
 	"github.com/apache/iceberg-go/catalog"
 
+	"github.com/lakegw/lakegw/e2e/internal/procs"
 	"github.com/lakegw/lakegw/lake"
 	"github.com/lakegw/lakegw/quickstart"
 )
@@ -56,12 +57,12 @@ func run(ctx context.Context, c config) (*results, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer func() { g.stop() }()
+	defer func() { g.Stop() }()
 	topics := make([]string, 0, len(writers))
 	for _, s := range specs() {
 		topics = append(topics, s.topic)
 	}
-	if _, err := settledEnds(ctx, g.addr, topics); err != nil {
+	if _, err := settledEnds(ctx, g.Addr, topics); err != nil {
 		return nil, fmt.Errorf("the gateway does not list every topic: %w", err)
 	}
 
@@ -101,18 +102,18 @@ func run(ctx context.Context, c config) (*results, error) {
 	}
 
 	// Restart on the same data directory and replay every topic cold.
-	g.stop()
+	g.Stop()
 	if g, err = startGateway(ctx, c, dataDir); err != nil {
 		return res, fmt.Errorf("restart: %w", err)
 	}
-	after, err := settledEnds(ctx, g.addr, topics)
+	after, err := settledEnds(ctx, g.Addr, topics)
 	if err != nil {
 		return res, err
 	}
 	res.addCheck("log ends survive the restart", sameEnds(ends, after))
 	var reps []replayResult
 	for _, s := range specs() {
-		rp, err := replay(ctx, g.addr, s, after[s.topic], 1000)
+		rp, err := replay(ctx, g.Addr, s, after[s.topic], 1000)
 		if err != nil {
 			return res, err
 		}
@@ -146,7 +147,7 @@ func newWriters(ctx context.Context, cat catalog.Catalog, c config) ([]*writer, 
 
 // writePhase runs the writers, the sampler and both groups, and returns
 // the settled log ends once both groups have read up to them.
-func writePhase(ctx context.Context, c config, g *gateway, dataDir string, metaDirs map[string]string,
+func writePhase(ctx context.Context, c config, g *procs.Proc, dataDir string, metaDirs map[string]string,
 	writers []*writer, live, resumed *group, topics []string) (map[string]map[int32]int64, []sample, error) {
 	ctx, abort := context.WithCancelCause(ctx)
 	defer abort(nil)
@@ -178,12 +179,12 @@ func writePhase(ctx context.Context, c config, g *gateway, dataDir string, metaD
 	}()
 
 	fns := []func(context.Context) error{
-		func(ctx context.Context) error { return live.session(ctx, g.addr, false, doneAt(live)) },
+		func(ctx context.Context) error { return live.session(ctx, g.Addr, false, doneAt(live)) },
 		func(ctx context.Context) error {
 			// Read the first quarter live, stop through the middle of the
 			// run (the foreign writer expires snapshots meanwhile), resume
 			// at 60 % from the committed offsets.
-			if err := resumed.session(ctx, g.addr, false, func() bool { return committed() >= total/4 }); err != nil {
+			if err := resumed.session(ctx, g.Addr, false, func() bool { return committed() >= total/4 }); err != nil {
 				return err
 			}
 			logf("group %s stopped after %d records at %d commits", resumed.name, resumed.records, committed())
@@ -195,7 +196,7 @@ func writePhase(ctx context.Context, c config, g *gateway, dataDir string, metaD
 				}
 			}
 			logf("group %s resumes at %d commits", resumed.name, committed())
-			return resumed.session(ctx, g.addr, true, doneAt(resumed))
+			return resumed.session(ctx, g.Addr, true, doneAt(resumed))
 		},
 		func(ctx context.Context) error {
 			if err := waitAll(ctx, writerFns(c, writers)...); err != nil {
@@ -204,7 +205,7 @@ func writePhase(ctx context.Context, c config, g *gateway, dataDir string, metaD
 			stopSampler()
 			<-sdone
 			logf("writers done: %d commits", committed())
-			ends, err := settledEnds(ctx, g.addr, topics)
+			ends, err := settledEnds(ctx, g.Addr, topics)
 			if err != nil {
 				return err
 			}

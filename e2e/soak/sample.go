@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/lakegw/lakegw/e2e/internal/procs"
 )
 
 // sample is the state of the soak at one moment of the writing phase.
@@ -30,12 +32,13 @@ type sampler struct {
 	samples []sample
 }
 
-func (s *sampler) run(ctx context.Context, every time.Duration, g *gateway, dataDir string, metaDirs map[string]string,
+func (s *sampler) run(ctx context.Context, every time.Duration, g *procs.Proc, dataDir string, metaDirs map[string]string,
 	writers []*writer, maxDisk int64, abort context.CancelCauseFunc) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
-		x := sample{at: time.Now(), cpu: cpuSeconds(g.pid()), rss: rssBytes(g.pid()), metaJSON: map[string]int64{}}
+		rss, _ := procs.MemStat(g.Pid())
+		x := sample{at: time.Now(), cpu: procs.CPUSeconds(g.Pid()), rss: rss, metaJSON: map[string]int64{}}
 		for _, w := range writers {
 			x.commits += w.commits.Load()
 		}

@@ -38,6 +38,8 @@ var rules = map[string]rule{
 	"e2e":       {},
 	"e2e/bench": {},
 	"e2e/soak":  {},
+	// "It is a test-harness leaf: it imports no lakegw product package".
+	"e2e/internal/procs": {may: none},
 	// "protocol/ may import fetch/, topics/, offsets/, state/ and
 	// protocol/groups/"; internal/bytepool/doc.go: "protocol/ frames
 	// responses in them".
@@ -207,6 +209,8 @@ func TestRulesCatchAForbiddenImport(t *testing.T) {
 		{"quickstart", "cmd/lakegw", false},
 		{"lsm", "e2e/bench", false},
 		{"e2e/bench", "topics", true},
+		{"e2e/bench", "e2e/internal/procs", true},
+		{"e2e/internal/procs", "lake", false},
 	} {
 		if got := allowed(c.pkg, c.dep); got != c.ok {
 			t.Errorf("%s importing %s: allowed %v, want %v", c.pkg, c.dep, got, c.ok)
