@@ -52,6 +52,14 @@
 // (RewriteFiles, keeping the inputs' data sequence number) that removes the
 // inputs and their delete files or DVs: no row changes, no events.
 //
+// Retention (retention.go). A topic keeps lakegw.retention.ms of changes
+// although maintenance expires the table's snapshots after an hour or so:
+// the maintenance hook Retention tags checkpoint snapshots a quarter of the
+// retention apart, lists the expired snapshots after the oldest checkpoint
+// in the changelog log (changelog.LSMLog) and deletes the changelog of
+// those that leave it. Every commit also records each bucket's end offset
+// in its summary, so any gateway numbers the records alike.
+//
 // It may import changelog/ and lake/; it must not import protocol/, fetch/,
 // topics/ or offsets/.
 package lsm

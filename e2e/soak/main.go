@@ -57,6 +57,7 @@ type config struct {
 	// maintainInterval, expireAge and keepSnapshots apply with maintain.
 	maintainInterval   time.Duration
 	expireAge          time.Duration
+	changelogRetention time.Duration
 	keepSnapshots      int
 	foreignExpireEvery int
 	foreignRetain      int
@@ -81,7 +82,8 @@ func main() {
 	flag.BoolVar(&c.maintain, "maintain", true, "run serve's background maintenance (--maintain-interval) and set snapshot expiry properties on the tables lakegw writes")
 	flag.DurationVar(&c.maintainInterval, "maintain-interval", 5*time.Second, "with -maintain: serve --maintain-interval")
 	flag.DurationVar(&c.expireAge, "expire-age", 10*time.Second, "with -maintain: history.expire.max-snapshot-age-ms of demo.orders and soak.pk")
-	flag.IntVar(&c.keepSnapshots, "keep-snapshots", 10, "with -maintain: history.expire.min-snapshots-to-keep of demo.orders and soak.pk")
+	flag.IntVar(&c.keepSnapshots, "keep-snapshots", 100, "with -maintain: history.expire.min-snapshots-to-keep of demo.orders and soak.pk")
+	flag.DurationVar(&c.changelogRetention, "changelog-retention", 30*time.Second, "with -maintain: lakegw.retention.ms of soak.pk, the changes its topic keeps past snapshot expiry")
 	flag.IntVar(&c.foreignExpireEvery, "foreign-expire-every", 0, "soak.foreign expires its snapshots every this many commits (default commits/6)")
 	flag.IntVar(&c.foreignRetain, "foreign-retain", 20, "snapshots soak.foreign keeps when it expires")
 	flag.Func("serve-flag", "extra lakegw serve flag --name=value (repeatable)", func(s string) error {

@@ -46,7 +46,9 @@ func (s *sampler) run(ctx context.Context, every time.Duration, g *procs.Proc, d
 			x.metaJSON[topic] = newestMetadata(dir)
 			x.metaDirs += dirBytes(dir)
 		}
-		x.disk = dirBytes(dataDir)
+		// The batch cache is a cache, bounded by --disk-cache-bytes:
+		// what must not grow with history is the lake and the state.
+		x.disk = dirBytes(dataDir) - dirBytes(filepath.Join(dataDir, "batch-cache"))
 		s.mu.Lock()
 		s.samples = append(s.samples, x)
 		s.mu.Unlock()

@@ -69,7 +69,11 @@ func (w *writer) run(ctx context.Context, n int) error {
 
 // newDemoWriter writes demo.orders with the quickstart demo, in process.
 func newDemoWriter(ctx context.Context, cat catalog.Catalog, c config) (*writer, error) {
-	d := quickstart.NewDemo(cat, zerolog.Nop(), quickstart.DemoOptions{Seed: 11})
+	// A streaming table in a steady state: as many orders are deleted as
+	// are placed, on average, so the live table stays near its first
+	// size and what grows is history alone.
+	d := quickstart.NewDemo(cat, zerolog.Nop(), quickstart.DemoOptions{Seed: 11, InitialOrders: 2000,
+		MinInsertsPerStep: 3, MaxInsertsPerStep: 5, MaxDeletesPerStep: 8})
 	if _, err := d.Ensure(ctx); err != nil {
 		return nil, fmt.Errorf("create %s: %w", quickstart.DefaultTableName, err)
 	}
@@ -89,6 +93,8 @@ func newPKWriter(ctx context.Context, cat catalog.Catalog, c config) (*writer, e
 	props := iceberg.Properties{}
 	if c.maintain {
 		props = expiryProps(c)
+		// Its topic keeps changes past snapshot expiry for this long.
+		props[changelog.PropRetentionMs] = fmt.Sprint(c.changelogRetention.Milliseconds())
 	}
 	t, err := lsm.Create(ctx, cat, pkIdent, rowSchema, lsm.CreateOptions{
 		PrimaryKey: []string{"id"}, Buckets: 1, MergeEngine: lsm.EngineDeduplicate, Properties: props,
