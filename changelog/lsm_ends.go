@@ -44,6 +44,15 @@ func parseLSMInts(v string, n int) ([]int64, error) {
 // counts. ok is false when the walk reaches an expired snapshot before any
 // recorded ends: the offsets of the history before it are unknown.
 func LSMEnds(meta table.Metadata, s *table.Snapshot, buckets int) (ends []int64, ok bool, err error) {
+	if ends, ok, err = lsmEndsBack(meta, s, buckets); ok || err != nil {
+		return ends, ok, err
+	}
+	return lsmEndsForward(meta, s, buckets)
+}
+
+// lsmEndsBack adds up counts from s back to the nearest snapshot that
+// records its ends.
+func lsmEndsBack(meta table.Metadata, s *table.Snapshot, buckets int) (ends []int64, ok bool, err error) {
 	props := meta.Properties()
 	acc := make([]int64, buckets)
 	seen := 0
@@ -77,6 +86,47 @@ func LSMEnds(meta table.Metadata, s *table.Snapshot, buckets int) (ends []int64,
 			return acc, true, nil
 		}
 		cur = meta.SnapshotByID(*cur.ParentSnapshotID)
+	}
+	return nil, false, nil
+}
+
+// lsmEndsForward finds s's ends from its nearest descendant that records
+// them, less the counts in between: the oldest retained snapshot may be one
+// that records none (a manifest rewrite by maintenance) while its parent
+// expired.
+func lsmEndsForward(meta table.Metadata, s *table.Snapshot, buckets int) (ends []int64, ok bool, err error) {
+	children := map[int64]*table.Snapshot{}
+	for i, c := range meta.Snapshots() {
+		if c.ParentSnapshotID != nil {
+			children[*c.ParentSnapshotID] = &meta.Snapshots()[i]
+		}
+	}
+	sub := make([]int64, buckets)
+	for cur, n := children[s.SnapshotID], 0; cur != nil && n <= len(children); cur, n = children[cur.SnapshotID], n+1 {
+		counts, has, err := CountsFromSummary(meta.Properties(), cur, int32(buckets))
+		if err != nil || !has {
+			return nil, false, err
+		}
+		for i := range sub {
+			sub[i] += counts[i]
+		}
+		if cur.Summary == nil {
+			continue
+		}
+		v, recorded := cur.Summary.Properties[SummaryLSMEnds]
+		if !recorded {
+			continue
+		}
+		ends, err := parseLSMInts(v, buckets)
+		if err != nil {
+			return nil, false, fmt.Errorf("snapshot %d: %s: %w", cur.SnapshotID, SummaryLSMEnds, err)
+		}
+		for i := range ends {
+			if ends[i] -= sub[i]; ends[i] < 0 {
+				return nil, false, fmt.Errorf("snapshot %d: %s=%q is below the changes after snapshot %d", cur.SnapshotID, SummaryLSMEnds, v, s.SnapshotID)
+			}
+		}
+		return ends, true, nil
 	}
 	return nil, false, nil
 }

@@ -40,6 +40,9 @@ type LSMLog struct {
 	Version int           `json:"version"`
 	Buckets int           `json:"buckets"`
 	Entries []LSMLogEntry `json:"entries"`
+	// Dropped are changelog files that left the topic at the expiry that
+	// wrote this log; the next expiry deletes them.
+	Dropped []string `json:"dropped,omitempty"`
 }
 
 // LSMLogEntry is one expired snapshot: what the offset index and the
@@ -125,6 +128,21 @@ func (l *LSMLog) Snapshot(id int64) *table.Snapshot {
 			return &table.Snapshot{SnapshotID: e.SnapshotID, ParentSnapshotID: &parent, SequenceNumber: e.SequenceNumber,
 				TimestampMs: e.TimestampMs, SchemaID: &schema,
 				Summary: &table.Summary{Operation: table.Operation(e.Operation), Properties: props}}
+		}
+	}
+	return nil
+}
+
+// LSMLogs are the changelog logs a topic may still read from: the current
+// one and the one it replaced, whose snapshots fetches located a moment
+// before the index moved past them.
+type LSMLogs []*LSMLog
+
+// Snapshot looks id up in each log in turn (nil: in none).
+func (ls LSMLogs) Snapshot(id int64) *table.Snapshot {
+	for _, l := range ls {
+		if s := l.Snapshot(id); s != nil {
+			return s
 		}
 	}
 	return nil

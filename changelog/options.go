@@ -15,8 +15,8 @@ type Options struct {
 	// so that deriving a snapshot after its parent reads only its own
 	// manifests (see PlanCache).
 	PlanCache *PlanCache
-	// Retained is the changelog log of an LSM table (nil: none): its
+	// Retained are the changelog logs of an LSM table (nil: none): their
 	// snapshots are derived from their changelog files although they
 	// expired from the table metadata.
-	Retained *LSMLog
+	Retained LSMLogs
 }

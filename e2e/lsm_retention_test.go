@@ -63,6 +63,7 @@ func TestLSMTopicKeepsRetentionPastSnapshotExpiry(t *testing.T) {
 	// would need: the topic still starts at the table's first snapshot.
 	expireLSM(t, cat, ident, 3)
 	checkpoint := currentSnapshot(t, cat, ident)
+	checkKeptFiles(t, cat, ident)
 	commit(24)
 	if _, err := tb.Compact(ctx, true); err != nil {
 		t.Fatal(err)
@@ -126,6 +127,7 @@ func TestLSMTopicKeepsRetentionPastSnapshotExpiry(t *testing.T) {
 		}
 	}
 
+	checkKeptFiles(t, cat, ident)
 	g := startGateway(t, dataDir, "")
 	first := replayKept(t, g, cat, ident, buckets)
 	if d := diffRows(first.state, lsmScan(t, cat, ident)); d != "" {
@@ -140,13 +142,18 @@ func TestLSMTopicKeepsRetentionPastSnapshotExpiry(t *testing.T) {
 	t.Logf("%d snapshots logged past expiry; the topic: %d live rows of checkpoint %d, then %d changes",
 		len(log.Entries), first.prefix, checkpoint, first.changes)
 
-	// Without its state store, a gateway serves the same offsets.
+	// Without its state store, a gateway serves the same offsets under
+	// the same leader epochs.
+	epochs := leaderEpochs(t, g.addr, "lsm.kept")
 	g.stop()
 	if err := os.Remove(filepath.Join(dataDir, "state.db")); err != nil {
 		t.Fatal(err)
 	}
 	g = startGateway(t, dataDir, "")
 	again := replayKept(t, g, cat, ident, buckets)
+	if got := leaderEpochs(t, g.addr, "lsm.kept"); !slices.Equal(got, epochs) {
+		t.Fatalf("leader epochs %v after losing state.db, %v before", got, epochs)
+	}
 	if strings.Join(again.records, "\n") != strings.Join(first.records, "\n") {
 		t.Fatalf("after losing state.db the topic changed:\nbefore %d records, first %v\nafter %d records, first %v",
 			len(first.records), head(first.records), len(again.records), head(again.records))
@@ -160,15 +167,112 @@ func TestLSMTopicKeepsRetentionPastSnapshotExpiry(t *testing.T) {
 	time.Sleep(5 * time.Millisecond)
 	before := changelogFiles(t, dataDir)
 	expireLSM(t, cat, ident, 3) // the old checkpoint is past retention
+	moved := replayKept(t, g, cat, ident, buckets)
+	if d := diffRows(moved.state, lsmScan(t, cat, ident)); d != "" {
+		t.Fatalf("replay after the log start moved differs from an iceberg-go scan:\n%s", d)
+	}
+	// The files that left the topic go at the next expiry: a gateway
+	// reading one of them as the log start moved has a pass to finish.
+	commit(2)
+	expireLSM(t, cat, ident, 3)
 	after := changelogFiles(t, dataDir)
 	t.Logf("changelog files: %d before the log start moved, %d after", before, after)
 	if after >= before {
 		t.Fatalf("%d changelog files before the retention pass, %d after", before, after)
 	}
-	moved := replayKept(t, g, cat, ident, buckets)
-	if d := diffRows(moved.state, lsmScan(t, cat, ident)); d != "" {
-		t.Fatalf("replay after the log start moved differs from an iceberg-go scan:\n%s", d)
+	live := replayKept(t, g, cat, ident, buckets)
+	if d := diffRows(live.state, lsmScan(t, cat, ident)); d != "" {
+		t.Fatalf("replay after the dropped changelog was deleted differs from an iceberg-go scan:\n%s", d)
 	}
+	// This gateway moved its log start itself, while serving: one that
+	// rebuilds its index from the table serves the same records under the
+	// same epochs.
+	epochs = leaderEpochs(t, g.addr, "lsm.kept")
+	g.stop()
+	if err := os.Remove(filepath.Join(dataDir, "state.db")); err != nil {
+		t.Fatal(err)
+	}
+	g = startGateway(t, dataDir, "")
+	rebuilt := replayKept(t, g, cat, ident, buckets)
+	if strings.Join(rebuilt.records, "\n") != strings.Join(live.records, "\n") {
+		t.Fatalf("a rebuilt index serves other records than the live one: %d vs %d records, first %v vs %v",
+			len(rebuilt.records), len(live.records), head(rebuilt.records), head(live.records))
+	}
+	if got := leaderEpochs(t, g.addr, "lsm.kept"); !slices.Equal(got, epochs) {
+		t.Fatalf("leader epochs %v after rebuilding the index, %v in the gateway that moved the log start", got, epochs)
+	}
+	t.Logf("leader epochs %v", epochs)
+}
+
+// checkKeptFiles checks that orphan cleanup would keep the changelog of
+// every snapshot the topic can still read: each one in the metadata (the
+// main branch and the checkpoints) and each logged one.
+func checkKeptFiles(t *testing.T, cat catalog.Catalog, ident table.Identifier) {
+	t.Helper()
+	ctx := context.Background()
+	tbl, err := cat.LoadTable(ctx, ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keep, err := lsm.NewRetention(cat, zerolog.Nop()).KeepFiles(ctx, tbl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsys, err := tbl.FS(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var manifests []string
+	for _, s := range tbl.Metadata().Snapshots() {
+		if m := s.Summary.Properties[changelog.SummaryLSMManifest]; m != "" {
+			manifests = append(manifests, m)
+		}
+	}
+	if p := tbl.Properties()[changelog.PropLSMChangelogLog]; p != "" {
+		log, err := changelog.ReadLSMLog(fsys, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range log.Entries {
+			if e.Manifest != "" {
+				manifests = append(manifests, e.Manifest)
+			}
+		}
+	}
+	for _, m := range manifests {
+		lm, err := changelog.ReadLSMManifest(fsys, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range append([]string{m}, func() (ps []string) {
+			for _, f := range lm.Files {
+				ps = append(ps, f.Path)
+			}
+			return ps
+		}()...) {
+			if !keep[f] {
+				t.Fatalf("orphan cleanup would delete %s, which the topic still reads", f)
+			}
+		}
+	}
+}
+
+// leaderEpochs are the leader epochs of a topic's partitions in Metadata.
+func leaderEpochs(t *testing.T, addr, topic string) []int32 {
+	t.Helper()
+	md, err := kadm.NewClient(mustClient(t, addr)).Metadata(context.Background(), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	td, ok := md.Topics[topic]
+	if !ok || td.Err != nil {
+		t.Fatalf("metadata of %s: %v %v", topic, ok, td.Err)
+	}
+	out := make([]int32, len(td.Partitions))
+	for p, pd := range td.Partitions {
+		out[p] = pd.LeaderEpoch
+	}
+	return out
 }
 
 func head(s []string) []string { return s[:min(len(s), 3)] }

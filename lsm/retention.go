@@ -20,6 +20,9 @@ import (
 	"github.com/lakegw/lakegw/changelog"
 )
 
+// checkpointMaxRefAge is the max-ref-age-ms of checkpoint tags: a century.
+const checkpointMaxRefAge = 100 * 365 * 24 * time.Hour
+
 // checkpointsPerRetention is how many checkpoints one retention period
 // holds: the log start moves in steps of a quarter of the retention, so a
 // topic keeps between 1 and 1.25 times retention.ms of changes (Kafka
@@ -102,7 +105,9 @@ func (r *Retention) Checkpoint(ctx context.Context, tbl *table.Table, now time.T
 	every := (keep / checkpointsPerRetention).Milliseconds()
 	if n := len(cps); n == 0 || cps[n-1].snap.SnapshotID != head.SnapshotID && head.TimestampMs-cps[n-1].snap.TimestampMs >= every {
 		name := changelog.LSMCheckpointTagPrefix + strconv.FormatInt(head.SnapshotID, 10)
-		updates = append(updates, table.NewSetSnapshotRefUpdate(name, head.SnapshotID, table.TagRef, 0, 0, 0))
+		// A tag's own max age outlives any history.expire.max-ref-age-ms a
+		// user sets: only this retention removes a checkpoint.
+		updates = append(updates, table.NewSetSnapshotRefUpdate(name, head.SnapshotID, table.TagRef, checkpointMaxRefAge.Milliseconds(), 0, 0))
 	}
 	log, err := r.currentLog(ctx, tbl)
 	if err != nil {
@@ -199,7 +204,7 @@ func (r *Retention) AfterExpire(ctx context.Context, tbl *table.Table, tx *table
 	if err != nil {
 		return err
 	}
-	next, err := chainLog(staged.Metadata(), props, sp.buckets, old, expired, func(manifest string) (int64, error) {
+	next, broken, err := chainLog(staged.Metadata(), props, sp.buckets, old, expired, func(manifest string) (int64, error) {
 		return changelogBytes(fsys, manifest)
 	})
 	if err != nil {
@@ -221,15 +226,24 @@ func (r *Retention) AfterExpire(ctx context.Context, tbl *table.Table, tx *table
 			gone = append(gone, s.Summary.Properties[changelog.SummaryLSMManifest])
 		}
 	}
-	r.pending = nil
+	var dropped []string
 	for _, m := range gone {
 		files, err := manifestFiles(fsys, m)
 		if err != nil {
 			return err
 		}
-		r.pending = append(r.pending, files...)
+		dropped = append(dropped, files...)
 	}
-	if slices.Equal(entryIDs(old.Entries), entryIDs(next.Entries)) {
+	if broken && len(old.Entries) > 0 {
+		r.log.Warn().Str("table", lakeName(tbl)).Int("logged_snapshots", len(old.Entries)).
+			Msg("the table's history no longer leads from the oldest checkpoint to the main branch (a snapshot expired by another writer?): the changelog kept past expiry is dropped and the topic starts at the main branch")
+	}
+	// What left the topic at the previous expiry is deleted now, what
+	// leaves it now at the next one: a gateway that located one of those
+	// snapshots just before has a maintenance interval to read it.
+	r.pending = slices.Clone(old.Dropped)
+	next.Dropped = dropped
+	if slices.Equal(entryIDs(old.Entries), entryIDs(next.Entries)) && len(dropped) == 0 && len(old.Dropped) == 0 {
 		return nil
 	}
 	wfs, ok := fsys.(icebergio.WriteFileIO)
@@ -266,16 +280,16 @@ func (r *Retention) AfterExpire(ctx context.Context, tbl *table.Table, tx *table
 // does not reach a checkpoint logs nothing: without the checkpoint's live
 // rows the logged changes could not rebuild the table.
 func chainLog(meta table.Metadata, props map[string]string, buckets int, old *changelog.LSMLog, expired []table.Snapshot,
-	sizeOf func(manifest string) (int64, error)) (*changelog.LSMLog, error) {
-	next := &changelog.LSMLog{Buckets: buckets}
+	sizeOf func(manifest string) (int64, error)) (next *changelog.LSMLog, broken bool, err error) {
+	next = &changelog.LSMLog{Buckets: buckets}
 	cps := checkpoints(meta)
 	if len(cps) == 0 {
-		return next, nil
+		return next, false, nil
 	}
 	start := cps[0].snap.SnapshotID
 	hist, err := changelog.MainHistory(meta)
 	if err != nil || len(hist) == 0 {
-		return next, err
+		return next, false, err
 	}
 	known := map[int64]*table.Snapshot{}
 	for i := range expired {
@@ -289,40 +303,40 @@ func chainLog(meta table.Metadata, props map[string]string, buckets int, old *ch
 	var chain []changelog.LSMLogEntry
 	for cur := first.ParentSnapshotID; cur != nil && *cur != start; {
 		if len(chain) > len(logged)+len(known)+len(meta.Snapshots()) {
-			return nil, fmt.Errorf("snapshot %d: ancestry loops", *cur)
+			return nil, false, fmt.Errorf("snapshot %d: ancestry loops", *cur)
 		}
 		var e changelog.LSMLogEntry
 		if s := meta.SnapshotByID(*cur); s != nil {
 			if e, err = changelog.LogEntryOf(props, s, buckets); err != nil {
-				return nil, err
+				return nil, false, err
 			}
 		} else if s := known[*cur]; s != nil {
 			if e, err = changelog.LogEntryOf(props, s, buckets); err != nil {
-				return nil, err
+				return nil, false, err
 			}
 		} else if le, ok := logged[*cur]; ok {
 			e = le
 		} else {
-			return next, nil // the chain ends before the checkpoint
+			return next, true, nil // the chain ends before the checkpoint
 		}
 		if _, was := logged[e.SnapshotID]; !was && e.Manifest != "" {
 			if e.Bytes, err = sizeOf(e.Manifest); err != nil {
-				return nil, err
+				return nil, false, err
 			}
 		}
 		chain = append(chain, e)
 		if e.ParentID < 0 {
-			return next, nil
+			return next, true, nil
 		}
 		parent := e.ParentID
 		cur = &parent
 	}
 	if first.ParentSnapshotID == nil {
-		return next, nil
+		return next, false, nil
 	}
 	slices.Reverse(chain)
 	next.Entries = chain
-	return next, nil
+	return next, false, nil
 }
 
 func entryIDs(es []changelog.LSMLogEntry) []int64 {
@@ -405,18 +419,23 @@ func (r *Retention) Committed(ctx context.Context, committed *table.Table) error
 var changelogSeqRE = regexp.MustCompile(`/(?:changelog/bucket-\d+/|metadata/lsm-changelog-(?:log-)?)(\d{12})-[^/]+$`)
 
 // KeepFiles lists the files outside Iceberg's metadata that orphan cleanup
-// must keep: every changelog file, manifest and log of a sequence number
-// after the oldest checkpoint (or every one, when the table has none yet).
-// The log start's own and older ones are past retention; Committed deletes
-// them, orphan cleanup catches what a crash left.
+// must keep: every changelog file, manifest and log from the sequence
+// number of the oldest snapshot in the metadata on (a checkpoint or the
+// main branch's oldest), and the files the next expiry deletes. Older ones
+// are past retention; Committed deletes them, orphan cleanup catches what
+// a crash left.
 func (r *Retention) KeepFiles(ctx context.Context, tbl *table.Table) (map[string]bool, error) {
 	keep := map[string]bool{}
 	if !changelog.IsLSMTable(tbl.Properties()) {
 		return keep, nil
 	}
+	// The oldest snapshot in the metadata (a checkpoint, or the oldest of
+	// the main branch) bounds what the topic can still read.
 	after := int64(-1)
-	if cps := checkpoints(tbl.Metadata()); len(cps) > 0 {
-		after = cps[0].snap.SequenceNumber
+	for i, s := range tbl.Metadata().Snapshots() {
+		if i == 0 || s.SequenceNumber-1 < after {
+			after = s.SequenceNumber - 1
+		}
 	}
 	fsys, err := tbl.FS(ctx)
 	if err != nil {
@@ -444,6 +463,13 @@ func (r *Retention) KeepFiles(ctx context.Context, tbl *table.Table) (map[string
 	}
 	if p := tbl.Properties()[changelog.PropLSMChangelogLog]; p != "" {
 		keep[p] = true
+		log, err := r.currentLog(ctx, tbl)
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range log.Dropped {
+			keep[f] = true // the next expiry deletes them
+		}
 	}
 	return keep, nil
 }

@@ -49,7 +49,7 @@ func (p *pass) expire(ctx context.Context, rep *ExpiryReport) error {
 		if len(expired) == 0 {
 			return false, nil
 		}
-		if p.opts.Retention != nil {
+		if p.opts.Retention != nil && !p.opts.DryRun {
 			if err := p.opts.Retention.AfterExpire(ctx, tbl, tx, expired); err != nil {
 				return false, fmt.Errorf("retention hook after expiry: %w", err)
 			}

@@ -138,6 +138,12 @@ func retentionOf(props iceberg.Properties, opts Options) retention {
 	}
 	r.orphanGrace = max(r.orphanGrace, MinOrphanGrace)
 	r.minSnapshots = max(r.minSnapshots, 1)
+	if changelog.IsLSMTable(props) {
+		// A manifest rewrite's replace snapshot records no offsets
+		// (lakegw.lsm.changelog-ends); its parent must stay so that the
+		// next commit finds them.
+		r.minSnapshots = max(r.minSnapshots, 2)
+	}
 	r.maxAge = max(r.maxAge, 0)
 	return r
 }

@@ -276,6 +276,15 @@ func (t *Topic) ResetToPrefix(ctx context.Context, s Snapshot) error {
 // epoch (Segment.Epoch): a consumer that read the prefix under an older one
 // read other records at its offsets.
 func (t *Topic) CompactPrefix(ctx context.Context, through int, live []int64) error {
+	return t.CompactPrefixUnder(ctx, through, live, 0)
+}
+
+// CompactPrefixUnder is CompactPrefix under leader epoch minEpoch, or the
+// next epoch when minEpoch is not above the current one: a table that
+// determines its offsets (a lakegw LSM table) also determines the epoch
+// of each prefix, so every gateway, with or without its state store,
+// serves a prefix under the same epoch.
+func (t *Topic) CompactPrefixUnder(ctx context.Context, through int, live []int64, minEpoch int32) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if through < 0 || through >= len(t.parts[0]) {
@@ -286,7 +295,7 @@ func (t *Topic) CompactPrefix(ctx context.Context, through int, live []int64) er
 	}
 	st := t.st
 	st.Epochs = make([][]state.EpochStart, len(t.st.Epochs))
-	epoch := maxEpoch(t.st.Epochs) + 1
+	epoch := max(maxEpoch(t.st.Epochs)+1, minEpoch)
 	parts := make([][]Segment, len(t.parts))
 	var all []Segment
 	for p := range t.parts {

@@ -3,6 +3,7 @@ package topics
 import (
 	"context"
 	"fmt"
+	"math"
 
 	"github.com/apache/iceberg-go/table"
 
@@ -20,7 +21,9 @@ func (w *watcher) refreshLog(ctx context.Context, tbl *table.Table) error {
 	if err != nil {
 		return err
 	}
-	w.topic.retained.Store(log)
+	if old := w.topic.retained.Swap(log); old != log {
+		w.topic.prevRetained.Store(old)
+	}
 	return nil
 }
 
@@ -105,4 +108,12 @@ func (w *watcher) tableEnds(tbl *table.Table, ref changelog.SnapshotRef) ([]int6
 		return nil, false, nil
 	}
 	return changelog.LSMEnds(tbl.Metadata(), s, int(w.topic.Index.Partitions()))
+}
+
+// prefixEpoch is the leader epoch of a compacted prefix of ref in a table
+// that records its offsets: ref's sequence number, which grows with every
+// move of the prefix, so a gateway that rebuilt its index serves the same
+// epoch as one that compacted the prefix itself.
+func prefixEpoch(ref changelog.SnapshotRef) int32 {
+	return int32(min(ref.SequenceNumber, math.MaxInt32))
 }

@@ -28,8 +28,10 @@ type Topic struct {
 	// dropped from the index (fetches that located them a moment ago).
 	tbl, prevTbl atomic.Pointer[table.Table]
 	// retained is an LSM table's changelog log (nil: none), stored
-	// before the table metadata that drops its snapshots.
-	retained atomic.Pointer[changelog.LSMLog]
+	// before the table metadata that drops its snapshots; prevRetained
+	// the one before it, which still lists the snapshots a move of the
+	// log start just dropped from the index (as prevTbl does).
+	retained, prevRetained atomic.Pointer[changelog.LSMLog]
 
 	mu      sync.Mutex
 	changed chan struct{}
@@ -177,5 +179,6 @@ func (t *Topic) Changes(ctx context.Context, seg offsets.Segment) (*changelog.Ch
 const deriveTimeout = 10 * time.Minute
 
 func (t *Topic) deriveOptions() changelog.Options {
-	return changelog.Options{Partitions: t.Config.Partitions, KeyColumns: t.Config.KeyColumns, PlanCache: t.plans, Retained: t.retained.Load()}
+	return changelog.Options{Partitions: t.Config.Partitions, KeyColumns: t.Config.KeyColumns, PlanCache: t.plans,
+		Retained: changelog.LSMLogs{t.retained.Load(), t.prevRetained.Load()}}
 }

@@ -408,13 +408,16 @@ func hasExpiredParent(tbl *table.Table, snapshotID int64) bool {
 // indexPrefix indexes a snapshot as a compacted prefix: its live rows.
 func (w *watcher) indexPrefix(ctx context.Context, tbl *table.Table, ref changelog.SnapshotRef) error {
 	// A table that says where its offsets start (a lakegw LSM table) is
-	// renumbered as it was; any other starts under a fresh epoch.
+	// numbered as it was, under the epoch the prefix gets everywhere; any
+	// other starts under a fresh epoch.
 	if _, known, err := w.tableEnds(tbl, ref); err != nil {
 		return err
-	} else if !known {
-		if err := w.freshEpoch(ctx, tbl); err != nil {
+	} else if known && w.topic.Index.Len() == 0 {
+		if err := w.topic.Index.RaiseEpoch(ctx, prefixEpoch(ref)); err != nil {
 			return err
 		}
+	} else if err := w.freshEpoch(ctx, tbl); err != nil {
+		return err
 	}
 	c, err := w.addPrefix(ctx, tbl, ref, "live rows of a snapshot whose parent was expired", func(counts []int64) error {
 		if err := w.startAt(ctx, tbl, ref, counts); err != nil {
@@ -496,6 +499,23 @@ func indexedAny(indexed []offsets.Snapshot, hist []changelog.SnapshotRef) bool {
 // rows of ref.
 func (w *watcher) resetToPrefix(ctx context.Context, tbl *table.Table, ref changelog.SnapshotRef) error {
 	t := w.topic
+	if _, known, err := w.tableEnds(tbl, ref); err != nil {
+		return err
+	} else if known {
+		// The table says where ref's live rows start: the topic starts
+		// there, as on every other gateway, under a new epoch (the
+		// offsets after it may have named other records here).
+		if err := t.Index.Truncate(ctx, 0); err != nil {
+			return err
+		}
+		if err := w.indexPrefix(ctx, tbl, ref); err != nil {
+			return err
+		}
+		w.log.Warn().Int64("snapshot_id", ref.SnapshotID).Int32("leader_epoch", t.Index.LeaderEpoch()).
+			Msg("every indexed snapshot expired while the gateway was away; the topic starts again where the table says")
+		t.notify()
+		return nil
+	}
 	c, err := w.addPrefix(ctx, tbl, ref, "live rows of a snapshot whose history expired", func(counts []int64) error {
 		return t.Index.ResetToPrefix(ctx, offsets.Snapshot{SnapshotID: ref.SnapshotID, SequenceNumber: ref.SequenceNumber,
 			TimestampMs: ref.TimestampMs, Counts: counts})
@@ -517,7 +537,14 @@ func (w *watcher) compactExpired(ctx context.Context, tbl *table.Table, indexed 
 	t := w.topic
 	e := indexed[expired]
 	ref := changelog.SnapshotRef{SnapshotID: e.SnapshotID, SequenceNumber: e.SequenceNumber, TimestampMs: e.TimestampMs}
+	_, known, err := w.tableEnds(tbl, ref)
+	if err != nil {
+		return err
+	}
 	c, err := w.addPrefix(ctx, tbl, ref, "compacted prefix", func(counts []int64) error {
+		if known {
+			return t.Index.CompactPrefixUnder(ctx, expired, counts, prefixEpoch(ref))
+		}
 		return t.Index.CompactPrefix(ctx, expired, counts)
 	})
 	if err != nil {

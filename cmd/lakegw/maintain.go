@@ -88,7 +88,7 @@ func runMaintainer(ctx context.Context, cat catalog.Catalog, reg *topics.Registr
 				continue
 			}
 			done[key] = true
-			opts := maintain.Options{Log: log, Topic: t.Name, Pin: pins, Retention: retentionFor(cat, tbl, log),
+			opts := maintain.Options{Log: log, Topic: t.Name, Pin: tablePins(reg, t.Ident, pins), Retention: retentionFor(cat, tbl, log),
 				SkipOrphans: time.Since(lastOrphans[key]) < orphanEvery}
 			if demo != nil && key == quickstart.DefaultTableName {
 				opts.Exclusive = demo.Paused
@@ -106,5 +106,26 @@ func runMaintainer(ctx context.Context, cat catalog.Catalog, reg *topics.Registr
 			log.Debug().Str("table", key).Int("expired", rep.Expiry.Expired).Int("files_removed", rep.Expiry.FilesRemoved).
 				Int("orphans_removed", rep.Orphans.Removed).Int("manifests", rep.Manifests.After).Msg("maintenance pass")
 		}
+	}
+}
+
+// tablePins is what the committed offsets of every topic serving ident
+// still need (a table may be served as several topics): the oldest of
+// their pins. nil pins nothing.
+func tablePins(reg *topics.Registry, ident table.Identifier, pins maintain.PinFunc) maintain.PinFunc {
+	if pins == nil {
+		return nil
+	}
+	return func(ctx context.Context, _ string) (int64, bool) {
+		oldest, any := int64(0), false
+		for _, t := range reg.Topics() {
+			if lake.TopicName(t.Ident) != lake.TopicName(ident) {
+				continue
+			}
+			if ms, ok := pins(ctx, t.Name); ok && (!any || ms < oldest) {
+				oldest, any = ms, true
+			}
+		}
+		return oldest, any
 	}
 }
