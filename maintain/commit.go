@@ -2,6 +2,7 @@ package maintain
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -21,6 +22,14 @@ type stageFunc func(ctx context.Context, tbl *table.Table, tx *table.Transaction
 // was staged on and the committed table (nil when nothing was committed:
 // nothing to do, or a dry run).
 func (p *pass) commitStep(ctx context.Context, what string, stage stageFunc) (base, committed *table.Table, err error) {
+	return p.commitStepWith(ctx, what, stage, commitOrClean)
+}
+
+// commitFunc commits a staged step of base.
+type commitFunc func(ctx context.Context, base *table.Table, tx *table.Transaction) (*table.Table, error)
+
+// commitStepWith is commitStep committing through commit.
+func (p *pass) commitStepWith(ctx context.Context, what string, stage stageFunc, commit commitFunc) (base, committed *table.Table, err error) {
 	var lastErr error
 	for attempt := 1; attempt <= p.opts.CommitAttempts; attempt++ {
 		base, err = p.cat.LoadTable(ctx, p.ident)
@@ -35,7 +44,7 @@ func (p *pass) commitStep(ctx context.Context, what string, stage stageFunc) (ba
 		if !ok || p.opts.DryRun {
 			return base, nil, nil
 		}
-		committed, err = commitOrClean(ctx, base, tx)
+		committed, err = commit(ctx, base, tx)
 		if err == nil {
 			return base, committed, nil
 		}
@@ -114,4 +123,49 @@ func isConflict(err error) bool {
 	}
 	msg := strings.ToLower(err.Error())
 	return strings.Contains(msg, "requirement failed") && strings.Contains(msg, "has changed")
+}
+
+// commitUnpinned commits tx without its assertion that the main branch is
+// still where tx found it: an expiry stays right on any later head (it
+// removes older snapshots only; a head it would remove is refused by the
+// catalog, and a branch rolled back onto a removed snapshot too), and
+// against a writer that commits every few hundred milliseconds the
+// assertion would fail every attempt: expiry would starve and the metadata
+// grow. Every other requirement (table UUID, tags) still holds.
+func (p *pass) commitUnpinned(ctx context.Context, _ *table.Table, tx *table.Transaction) (*table.Table, error) {
+	tc, err := tx.TableCommit()
+	if err != nil {
+		return nil, err
+	}
+	reqs := make([]table.Requirement, 0, len(tc.Requirements))
+	for _, r := range tc.Requirements {
+		if isMainRefAssertion(r) {
+			continue
+		}
+		reqs = append(reqs, r)
+	}
+	if len(tc.Updates) == 0 {
+		return p.cat.LoadTable(ctx, p.ident)
+	}
+	if _, _, err := p.cat.CommitTable(ctx, p.ident, reqs, tc.Updates); err != nil {
+		return nil, err
+	}
+	tx.MarkCommitted()
+	committed, err := p.cat.LoadTable(ctx, p.ident)
+	if err != nil {
+		return nil, fmt.Errorf("load %s after its commit: %w", p.name, err)
+	}
+	return committed, nil
+}
+
+// isMainRefAssertion reports whether r asserts where the main branch is.
+func isMainRefAssertion(r table.Requirement) bool {
+	if r.GetType() != "assert-ref-snapshot-id" {
+		return false
+	}
+	var wire struct {
+		Ref string `json:"ref"`
+	}
+	b, err := json.Marshal(r)
+	return err == nil && json.Unmarshal(b, &wire) == nil && wire.Ref == table.MainBranch
 }

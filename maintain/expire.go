@@ -31,7 +31,7 @@ func (p *pass) expire(ctx context.Context, rep *ExpiryReport) error {
 		}
 	}
 	var expired []table.Snapshot
-	base, committed, err := p.commitStep(ctx, "snapshot expiry", func(ctx context.Context, tbl *table.Table, tx *table.Transaction) (bool, error) {
+	base, committed, err := p.commitStepWith(ctx, "snapshot expiry", func(ctx context.Context, tbl *table.Table, tx *table.Transaction) (bool, error) {
 		now := time.Now()
 		ret := retentionOf(tbl.Properties(), p.opts)
 		*rep = ExpiryReport{SnapshotsBefore: len(tbl.Metadata().Snapshots()), MinSnapshots: ret.minSnapshots}
@@ -61,7 +61,7 @@ func (p *pass) expire(ctx context.Context, rep *ExpiryReport) error {
 			return true, err
 		}
 		return true, nil
-	})
+	}, p.commitUnpinned)
 	if err != nil || committed == nil {
 		return err
 	}
