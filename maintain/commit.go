@@ -132,7 +132,7 @@ func isConflict(err error) bool {
 // against a writer that commits every few hundred milliseconds the
 // assertion would fail every attempt: expiry would starve and the metadata
 // grow. Every other requirement (table UUID, tags) still holds.
-func (p *pass) commitUnpinned(ctx context.Context, _ *table.Table, tx *table.Transaction) (*table.Table, error) {
+func (p *pass) commitUnpinned(ctx context.Context, base *table.Table, tx *table.Transaction) (*table.Table, error) {
 	tc, err := tx.TableCommit()
 	if err != nil {
 		return nil, err
@@ -147,10 +147,15 @@ func (p *pass) commitUnpinned(ctx context.Context, _ *table.Table, tx *table.Tra
 	if len(tc.Updates) == 0 {
 		return p.cat.LoadTable(ctx, p.ident)
 	}
-	if _, _, err := p.cat.CommitTable(ctx, p.ident, reqs, tc.Updates); err != nil {
+	meta, loc, err := p.cat.CommitTable(ctx, p.ident, reqs, tc.Updates)
+	if err != nil {
 		return nil, err
 	}
 	tx.MarkCommitted()
+	if err := removeOldMetadata(ctx, base, meta, loc); err != nil {
+		// The commit happened; a file left behind is orphan cleanup's.
+		p.log.Warn().Err(err).Str("table", p.name).Msg("cannot remove metadata files that left the metadata log")
+	}
 	committed, err := p.cat.LoadTable(ctx, p.ident)
 	if err != nil {
 		return nil, fmt.Errorf("load %s after its commit: %w", p.name, err)
@@ -168,4 +173,31 @@ func isMainRefAssertion(r table.Requirement) bool {
 	}
 	b, err := json.Marshal(r)
 	return err == nil && json.Unmarshal(b, &wire) == nil && wire.Ref == table.MainBranch
+}
+
+// removeOldMetadata deletes the metadata files that fell out of the
+// metadata log with a commit made through the catalog directly (a
+// transaction's commit does it itself, when the table asks for it with
+// write.metadata.delete-after-commit.enabled). The files are base's log
+// and base itself: whatever a writer's commit pushed out in between, that
+// writer deleted.
+func removeOldMetadata(ctx context.Context, base *table.Table, committed table.Metadata, committedLoc string) error {
+	if !committed.Properties().GetBool(table.MetadataDeleteAfterCommitEnabledKey, table.MetadataDeleteAfterCommitEnabledDefault) {
+		return nil
+	}
+	kept := map[string]bool{committedLoc: true}
+	for e := range committed.PreviousFiles() {
+		kept[e.MetadataFile] = true
+	}
+	var gone []string
+	for e := range base.Metadata().PreviousFiles() {
+		if !kept[e.MetadataFile] {
+			gone = append(gone, e.MetadataFile)
+		}
+	}
+	if loc := base.MetadataLocation(); loc != "" && !kept[loc] {
+		gone = append(gone, loc)
+	}
+	_, err := removeAll(ctx, base, gone)
+	return err
 }

@@ -98,9 +98,9 @@ func (r *results) growthRatios(samples []sample, writers []*writer, window int) 
 		r.addRatio("metadata_json_bytes_peak_vs_first."+w.topic, "newest metadata.json, KiB", peak(first, get)/1024, peak(samples, get)/1024, 2)
 	}
 	metaDirs := func(s sample) int64 { return s.metaDirs }
-	r.addRatio("metadata_dir_bytes_peak_vs_first", "metadata/ of every table, MiB", peak(first, metaDirs)/(1<<20), peak(samples, metaDirs)/(1<<20), 2)
+	r.addRatio("metadata_dir_bytes_peak_vs_first", "metadata/ of the tables lakegw writes, MiB", peak(first, metaDirs)/(1<<20), peak(samples, metaDirs)/(1<<20), 2)
 	disk := func(s sample) int64 { return s.disk }
-	r.addRatio("disk_bytes_peak_vs_first", "data directory less the batch cache, MiB", peak(first, disk)/(1<<20), peak(samples, disk)/(1<<20), 2)
+	r.addRatio("disk_bytes_peak_vs_first", "data directory less the batch cache and the foreign table, MiB", peak(first, disk)/(1<<20), peak(samples, disk)/(1<<20), 2)
 	rss := func(s sample) int64 { return s.rss }
 	r.addRatio("rss_peak_vs_first", "gateway RSS, MiB", peak(first, rss)/(1<<20), peak(samples, rss)/(1<<20), 2)
 }
