@@ -2,6 +2,7 @@ package maintain
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/apache/iceberg-go/table"
@@ -32,6 +33,13 @@ func (p *pass) mergeManifests(ctx context.Context, rep *ManifestReport) error {
 		}
 		return !res.IsNoOp(), nil
 	})
+	if errors.Is(err, errStarved) {
+		// A merge is rebased on the head: a writer committing faster
+		// than it can stage wins every race. The next pass tries again.
+		p.log.Info().Err(err).Msg("manifest merge lost every race with the table's writers; next pass")
+		rep.Skipped = fmt.Sprintf("writers committed during each of %d attempts", p.opts.CommitAttempts)
+		return nil
+	}
 	if err != nil || committed == nil {
 		return err
 	}

@@ -47,6 +47,8 @@ type ManifestReport struct {
 	Before     int // manifests in the current snapshot's list before
 	After      int
 	SnapshotID int64
+	// Skipped says why no merge was committed although one was due.
+	Skipped string
 }
 
 // ExpiryReport is the snapshot expiry step.
@@ -102,7 +104,11 @@ func (r Report) String() string {
 		fmt.Fprintf(&b, "  compaction:          %d data files rewritten into %d, %d delete files removed (of %d data, %d delete files)\n",
 			c.DataFilesRewritten, c.DataFilesAdded, c.DeleteFilesRemoved, c.DataFilesBefore, c.DeleteFilesBefore)
 	}
-	fmt.Fprintf(&b, "  manifests:           %d -> %d in the current snapshot\n", r.Manifests.Before, r.Manifests.After)
+	if r.Manifests.Skipped != "" {
+		fmt.Fprintf(&b, "  manifests:           %d, merge skipped (%s)\n", r.Manifests.Before, r.Manifests.Skipped)
+	} else {
+		fmt.Fprintf(&b, "  manifests:           %d -> %d in the current snapshot\n", r.Manifests.Before, r.Manifests.After)
+	}
 	e := r.Expiry
 	fmt.Fprintf(&b, "  snapshots expired:   %d of %d (keep %s and at least %d)\n", e.Expired, e.SnapshotsBefore, e.MaxAge, e.MinSnapshots)
 	fmt.Fprintf(&b, "  files removed:       %d (referenced only by expired snapshots)\n", e.FilesRemoved)

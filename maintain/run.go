@@ -20,9 +20,9 @@ type pass struct {
 }
 
 // Run runs one maintenance pass of the table, in this order: cap the
-// metadata files (the table properties, once), compact small data files of
-// a merge-on-read table, merge the current snapshot's manifests, expire
-// snapshots (and remove the files only they referenced), and remove
+// metadata files (the table properties, once), expire snapshots (and
+// remove the files only they referenced), compact small data files of a
+// merge-on-read table, merge the current snapshot's manifests, and remove
 // orphans past the grace period. Each step commits on its own, so a
 // failure leaves the steps before it done; the report says what happened
 // up to the error.
@@ -35,13 +35,15 @@ func Run(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts 
 	if err := p.capMetadata(ctx, &rep); err != nil {
 		return rep, err
 	}
+	// Expiry first: it is what bounds the metadata every commit rewrites,
+	// and the steps after it may lose every race with a fast writer.
+	if err := p.expire(ctx, &rep.Expiry); err != nil {
+		return rep, err
+	}
 	if err := p.compact(ctx, &rep.Compaction); err != nil {
 		return rep, err
 	}
 	if err := p.mergeManifests(ctx, &rep.Manifests); err != nil {
-		return rep, err
-	}
-	if err := p.expire(ctx, &rep.Expiry); err != nil {
 		return rep, err
 	}
 	if !opts.SkipOrphans {
