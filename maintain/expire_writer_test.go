@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go/table"
-	"github.com/rs/zerolog"
 
 	"github.com/lakegw/lakegw/maintain"
 	"github.com/lakegw/lakegw/quickstart"
@@ -40,19 +39,8 @@ func (c *commitDuringExpiry) Committed(context.Context, *table.Table) error { re
 // was, and the writer's snapshot survives it.
 func TestExpiryIsNotStarvedByAWriter(t *testing.T) {
 	ctx := context.Background()
-	cat, _ := openCatalog(t)
-	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
-	d := quickstart.NewDemo(cat, log, quickstart.DemoOptions{Seed: 5})
-	if _, err := d.Ensure(ctx); err != nil {
-		t.Fatal(err)
-	}
+	cat, d, log := agedDemo(t, 30)
 	ident := quickstart.DefaultTable()
-	setProps(t, cat, ident, aggressive)
-	for i := 0; i < 30; i++ {
-		if _, err := d.Step(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
 	w := &commitDuringExpiry{d: d}
 	rep, err := maintain.Run(ctx, cat, ident, maintain.Options{Log: log, Retention: w, SkipOrphans: true, CompactDataFiles: -1})
 	if err != nil || w.err != nil {

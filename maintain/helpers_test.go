@@ -11,8 +11,10 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
+	"github.com/rs/zerolog"
 
 	"github.com/lakegw/lakegw/lake"
+	"github.com/lakegw/lakegw/quickstart"
 )
 
 // openCatalog opens lakegw's embedded catalog (SQLite and a local
@@ -84,4 +86,24 @@ func setProps(t testing.TB, cat catalog.Catalog, ident table.Identifier, props i
 	if _, err := tx.Commit(context.Background()); err != nil {
 		t.Fatalf("set properties: %v", err)
 	}
+}
+
+// agedDemo creates the demo table with the aggressive expiry properties
+// and commits steps demo snapshots.
+func agedDemo(t *testing.T, steps int) (catalog.Catalog, *quickstart.Demo, zerolog.Logger) {
+	t.Helper()
+	ctx := context.Background()
+	cat, _ := openCatalog(t)
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	d := quickstart.NewDemo(cat, log, quickstart.DemoOptions{Seed: 5})
+	if _, err := d.Ensure(ctx); err != nil {
+		t.Fatal(err)
+	}
+	setProps(t, cat, quickstart.DefaultTable(), aggressive)
+	for range steps {
+		if _, err := d.Step(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return cat, d, log
 }

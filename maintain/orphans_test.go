@@ -111,19 +111,8 @@ func TestOrphansPastGraceRemoved(t *testing.T) {
 // TestDryRunChangesNothing runs a pass that would do everything, dry.
 func TestDryRunChangesNothing(t *testing.T) {
 	ctx := context.Background()
-	cat, _ := openCatalog(t)
-	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
-	d := quickstart.NewDemo(cat, log, quickstart.DemoOptions{Seed: 5})
-	if _, err := d.Ensure(ctx); err != nil {
-		t.Fatal(err)
-	}
+	cat, _, log := agedDemo(t, 40)
 	ident := quickstart.DefaultTable()
-	setProps(t, cat, ident, aggressive)
-	for range 40 {
-		if _, err := d.Step(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
 	dir := localDir(loadTable(t, cat, ident).Location())
 	ageAll(t, dir, time.Now().Add(-48*time.Hour))
 	writeFile(t, filepath.Join(dir, "data", "stray.parquet"), time.Now().Add(-48*time.Hour))
