@@ -69,18 +69,19 @@ func checkpoints(meta table.Metadata) []checkpoint {
 
 // BeforeExpire moves the checkpoints (Checkpoint) before a maintenance pass
 // stages its expiry on the table they leave.
-func (r *Retention) BeforeExpire(ctx context.Context, tbl *table.Table, now time.Time) error {
-	_, err := r.Checkpoint(ctx, tbl, now)
+func (r *Retention) BeforeExpire(ctx context.Context, tbl *table.Table, now time.Time, holdFromMs int64) error {
+	_, err := r.Checkpoint(ctx, tbl, now, holdFromMs)
 	return err
 }
 
 // Checkpoint tags the head as a new checkpoint when the newest is a
 // quarter of the retention old (or there is none), and drops the oldest
 // checkpoint once the next one is older than the retention: the changes
-// between them are past retention.ms. It commits the tags on its own
+// between them are past retention.ms. A checkpoint a consumer's pin still
+// needs (holdFromMs, 0: none) stays. It commits the tags on its own
 // (iceberg-go transactions cannot stage refs) and returns the table as
 // committed, on which the caller expires snapshots.
-func (r *Retention) Checkpoint(ctx context.Context, tbl *table.Table, now time.Time) (*table.Table, error) {
+func (r *Retention) Checkpoint(ctx context.Context, tbl *table.Table, now time.Time, holdFromMs int64) (*table.Table, error) {
 	if !changelog.IsLSMTable(tbl.Properties()) {
 		return tbl, nil
 	}
@@ -116,7 +117,7 @@ func (r *Retention) Checkpoint(ctx context.Context, tbl *table.Table, now time.T
 	if !bounded {
 		ret.Ms = -1
 	}
-	for _, c := range expiredCheckpoints(cps, log, ret, now) {
+	for _, c := range expiredCheckpoints(cps, log, ret, now, holdFromMs) {
 		updates = append(updates, table.NewRemoveSnapshotRefUpdate(c.tag))
 	}
 	if len(updates) == 0 {
@@ -149,14 +150,18 @@ func (r *Retention) currentLog(ctx context.Context, tbl *table.Table) (*changelo
 
 // expiredCheckpoints returns the oldest checkpoints the topic no longer
 // needs: while the next one is older than retention.ms, or the changelog
-// kept past expiry after the next one alone reaches retention.bytes.
-func expiredCheckpoints(cps []checkpoint, log *changelog.LSMLog, ret changelog.Retention, now time.Time) []checkpoint {
+// kept past expiry after the next one alone reaches retention.bytes, and
+// the next one is no newer than what a pin holds (holdFromMs, 0: none).
+func expiredCheckpoints(cps []checkpoint, log *changelog.LSMLog, ret changelog.Retention, now time.Time, holdFromMs int64) []checkpoint {
 	cutoff := now.Add(-ret.MsDuration()).UnixMilli()
 	n := 0
 	for len(cps)-n >= 2 {
 		next := cps[n+1].snap
 		if !(ret.Ms > 0 && next.TimestampMs <= cutoff || ret.Bytes > 0 && loggedBytesAfter(log, next) >= ret.Bytes) {
 			break
+		}
+		if holdFromMs > 0 && next.TimestampMs > holdFromMs {
+			break // the changes between the two are pinned
 		}
 		n++
 	}

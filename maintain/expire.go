@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/lakegw/lakegw/changelog"
 )
 
 // pinSlack covers the time between the pass reading the clock and
@@ -21,12 +23,23 @@ const pinSlack = time.Second
 // referenced. The Retention hook sees the transaction before and after the
 // expiry and the committed table.
 func (p *pass) expire(ctx context.Context, rep *ExpiryReport) error {
+	// On an LSM table with a Retention hook a pin holds the changelog (its
+	// checkpoints), not snapshots: a consumer stopped for a day then costs
+	// a changelog log entry per snapshot instead of a day of snapshots in
+	// the metadata file every commit rewrites.
+	var changelogPin *PinReport
 	if p.opts.Retention != nil && !p.opts.DryRun {
 		tbl, err := p.cat.LoadTable(ctx, p.ident)
 		if err != nil {
 			return fmt.Errorf("snapshot expiry: load %s: %w", p.name, err)
 		}
-		if err := p.opts.Retention.BeforeExpire(ctx, tbl, time.Now()); err != nil {
+		now := time.Now()
+		var holdFromMs int64
+		if changelog.IsLSMTable(tbl.Properties()) {
+			pin, hold := p.changelogHold(ctx, retentionOf(tbl.Properties(), p.opts), now)
+			changelogPin, holdFromMs = &pin, hold
+		}
+		if err := p.opts.Retention.BeforeExpire(ctx, tbl, now, holdFromMs); err != nil {
 			return fmt.Errorf("retention hook before expiry of %s: %w", p.name, err)
 		}
 	}
@@ -35,7 +48,11 @@ func (p *pass) expire(ctx context.Context, rep *ExpiryReport) error {
 		now := time.Now()
 		ret := retentionOf(tbl.Properties(), p.opts)
 		*rep = ExpiryReport{SnapshotsBefore: len(tbl.Metadata().Snapshots()), MinSnapshots: ret.minSnapshots}
-		rep.MaxAge, rep.Pin = p.pinnedAge(ctx, ret, now)
+		if changelogPin != nil {
+			rep.MaxAge, rep.Pin = ret.maxAge, *changelogPin
+		} else {
+			rep.MaxAge, rep.Pin = p.pinnedAge(ctx, ret, now)
+		}
 		if err := tx.ExpireSnapshots(table.WithOlderThan(rep.MaxAge), table.WithRetainLast(ret.minSnapshots),
 			table.WithPostCommit(false)); err != nil {
 			return false, fmt.Errorf("expire snapshots: %w", err)
@@ -100,12 +117,33 @@ func (p *pass) pinnedAge(ctx context.Context, ret retention, now time.Time) (tim
 	if need <= ret.maxAge {
 		return ret.maxAge, pin
 	}
-	pin.Pinned, pin.OldestNeededMs = true, oldest
+	pin.Pinned, pin.OldestNeededMs, pin.HeldBy = true, oldest, HeldBySnapshots
 	if need > ret.maxPin {
 		pin.Capped = true
 		need = max(ret.maxPin, ret.maxAge)
 	}
 	return need, pin
+}
+
+// changelogHold is what a consumer's pin asks of an LSM table's changelog:
+// the commit time (ms) from which its changes must stay readable, cut at
+// lakegw.consumer.max-pin (0: nothing pinned). The report calls it pinned
+// when it reaches past the snapshots the table keeps anyway.
+func (p *pass) changelogHold(ctx context.Context, ret retention, now time.Time) (PinReport, int64) {
+	pin := PinReport{Topic: p.opts.Topic, HeldBy: HeldByChangelog}
+	if p.opts.Pin == nil {
+		return pin, 0
+	}
+	oldest, ok := p.opts.Pin(ctx, p.opts.Topic)
+	if !ok {
+		return pin, 0
+	}
+	oldest -= pinSlack.Milliseconds()
+	if floor := now.Add(-ret.maxPin).UnixMilli(); oldest < floor {
+		pin.Capped, oldest = true, floor
+	}
+	pin.Pinned, pin.OldestNeededMs = now.Sub(time.UnixMilli(oldest)) > ret.maxAge, oldest
+	return pin, oldest
 }
 
 // expiredSnapshots are the snapshots of before that after no longer has,

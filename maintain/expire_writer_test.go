@@ -20,7 +20,9 @@ type commitDuringExpiry struct {
 	err     error
 }
 
-func (c *commitDuringExpiry) BeforeExpire(context.Context, *table.Table, time.Time) error { return nil }
+func (c *commitDuringExpiry) BeforeExpire(context.Context, *table.Table, time.Time, int64) error {
+	return nil
+}
 func (c *commitDuringExpiry) AfterExpire(ctx context.Context, _ *table.Table, _ *table.Transaction, _ []table.Snapshot) error {
 	if _, err := c.d.Step(ctx); err != nil {
 		c.err = err

@@ -146,7 +146,7 @@ type recordingRetention struct {
 	committed int
 }
 
-func (r *recordingRetention) BeforeExpire(context.Context, *table.Table, time.Time) error {
+func (r *recordingRetention) BeforeExpire(context.Context, *table.Table, time.Time, int64) error {
 	r.before++
 	return nil
 }
@@ -288,4 +288,91 @@ func equalRows(a, b map[string]bool) bool {
 		}
 	}
 	return true
+}
+
+// oldestCheckpointMs is the commit time of the snapshot under the oldest
+// changelog checkpoint tag of an LSM table (0: none): the start of the
+// changes its topic can still serve.
+func oldestCheckpointMs(tbl *table.Table) int64 {
+	var oldest int64
+	for name, ref := range tbl.Metadata().Refs() {
+		if !changelog.IsLSMCheckpointTag(name) {
+			continue
+		}
+		if s := tbl.Metadata().SnapshotByID(ref.SnapshotID); s != nil && (oldest == 0 || s.TimestampMs < oldest) {
+			oldest = s.TimestampMs
+		}
+	}
+	return oldest
+}
+
+// TestPinsHoldTheChangelogOfAnLSMTable checks that on an LSM table with the
+// lsm Retention hook a consumer's pin keeps the changelog checkpoints it
+// needs while the snapshots expire as usual (the metadata file stays
+// small), and that lakegw.consumer.max-pin bounds the hold.
+func TestPinsHoldTheChangelogOfAnLSMTable(t *testing.T) {
+	ctx := context.Background()
+	cat, ident, tb, log := newLSM(t, "held", 1)
+	// A checkpoint every 100 ms; the changes are kept 400 ms.
+	setProps(t, cat, ident, map[string]string{changelog.PropRetentionMs: "400"})
+	run := func(pin maintain.PinFunc) maintain.Report {
+		t.Helper()
+		rep, err := maintain.Run(ctx, cat, ident, maintain.Options{Log: log, Pin: pin, Retention: lsm.NewRetention(cat, log), SkipOrphans: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	for range 4 {
+		writeLSM(t, tb, 4)
+		run(nil)
+		time.Sleep(150 * time.Millisecond)
+	}
+	pinnedMs := oldestCheckpointMs(loadTable(t, cat, ident))
+	if pinnedMs == 0 {
+		t.Fatal("no changelog checkpoint after four passes")
+	}
+	pin := func(context.Context, string) (int64, bool) { return pinnedMs, true }
+	for range 4 {
+		writeLSM(t, tb, 4)
+		time.Sleep(150 * time.Millisecond)
+		rep := run(pin)
+		if !rep.Expiry.Pin.Pinned || rep.Expiry.Pin.HeldBy != maintain.HeldByChangelog || rep.Expiry.Pin.Capped {
+			t.Fatalf("pin report %+v; want pinned, held by the changelog, not capped", rep.Expiry.Pin)
+		}
+	}
+	tbl := loadTable(t, cat, ident)
+	if got := oldestCheckpointMs(tbl); got == 0 || got > pinnedMs {
+		t.Fatalf("oldest checkpoint at %d ms, after the pinned %d: the pinned changes were dropped", got, pinnedMs)
+	}
+	// The snapshots did not wait for the consumer: the table keeps its 10
+	// (aggressive) plus the checkpoints' tagged snapshots.
+	cps := 0
+	for range tbl.Metadata().Refs() {
+		cps++
+	}
+	if n := len(tbl.Metadata().Snapshots()); n > 10+cps {
+		t.Fatalf("%d snapshots kept with %d refs: the pin held snapshots", n, cps)
+	}
+	// Without the pin the same history goes at once.
+	run(nil)
+	if got := oldestCheckpointMs(loadTable(t, cat, ident)); got <= pinnedMs {
+		t.Fatalf("oldest checkpoint still at %d ms with no pin (pinned was %d)", got, pinnedMs)
+	}
+
+	// max-pin cuts a pin: the checkpoints older than it go.
+	pinnedMs = oldestCheckpointMs(loadTable(t, cat, ident))
+	setProps(t, cat, ident, map[string]string{changelog.PropMaxPinMs: "1"})
+	writeLSM(t, tb, 4)
+	time.Sleep(600 * time.Millisecond)
+	writeLSM(t, tb, 4)
+	run(pin)
+	time.Sleep(150 * time.Millisecond)
+	rep := run(pin)
+	if !rep.Expiry.Pin.Capped {
+		t.Fatalf("pin past max-pin not capped: %+v", rep.Expiry.Pin)
+	}
+	if got := oldestCheckpointMs(loadTable(t, cat, ident)); got <= pinnedMs {
+		t.Fatalf("oldest checkpoint still at %d ms past max-pin (pinned %d)", got, pinnedMs)
+	}
 }

@@ -56,8 +56,11 @@ type PinFunc func(ctx context.Context, topic string) (oldestNeededMs int64, ok b
 type Retention interface {
 	// BeforeExpire runs once per pass, before the expiry is staged, on the
 	// table as loaded; it may commit metadata of its own (tags that keep
-	// snapshots), which the expiry then sees.
-	BeforeExpire(ctx context.Context, tbl *table.Table, now time.Time) error
+	// snapshots), which the expiry then sees. holdFromMs (0: none) is the
+	// commit time of the oldest change a consumer's committed offset still
+	// needs, already capped by lakegw.consumer.max-pin: the changelog keeps
+	// it even past its retention, so that the table's snapshots need not.
+	BeforeExpire(ctx context.Context, tbl *table.Table, now time.Time, holdFromMs int64) error
 	// AfterExpire sees, in the same transaction, the snapshots about to be expired, oldest first.
 	AfterExpire(ctx context.Context, tbl *table.Table, tx *table.Transaction, expired []table.Snapshot) error
 	// KeepFiles lists files outside Iceberg metadata that orphan cleanup must keep.

@@ -40,6 +40,7 @@ type CompactionReport struct {
 	// writer changed the compacted files' rows before the commit.
 	Rewrites   int
 	SnapshotID int64
+	Took       time.Duration
 }
 
 // ManifestReport is the manifest merging step.
@@ -49,6 +50,7 @@ type ManifestReport struct {
 	SnapshotID int64
 	// Skipped says why no merge was committed although one was due.
 	Skipped string
+	Took    time.Duration
 }
 
 // ExpiryReport is the snapshot expiry step.
@@ -62,6 +64,8 @@ type ExpiryReport struct {
 	// FilesRemoved counts manifest lists, manifests and data/delete files
 	// that only expired snapshots referenced.
 	FilesRemoved int
+	// Took is the step's wall time, hooks and retried commits included.
+	Took time.Duration
 }
 
 // PinReport says what consumers pinned.
@@ -74,7 +78,16 @@ type PinReport struct {
 	// Capped is true when the pin reached back further than
 	// lakegw.consumer.max-pin and was cut there.
 	Capped bool
+	// HeldBy says what keeps the pinned history: the table's snapshots, or
+	// (LSM tables) the changelog past its retention.
+	HeldBy string
 }
+
+// What holds a pin (PinReport.HeldBy).
+const (
+	HeldBySnapshots = "snapshots"
+	HeldByChangelog = "changelog"
+)
 
 // OrphanReport is the orphan cleanup step.
 type OrphanReport struct {
@@ -84,6 +97,7 @@ type OrphanReport struct {
 	// Kept are unreferenced files kept because lakegw's LSM changelog
 	// needs them (Retention.KeepFiles, or the LSM default).
 	Kept int
+	Took time.Duration
 }
 
 // String renders the report for a person.
@@ -114,9 +128,9 @@ func (r Report) String() string {
 	fmt.Fprintf(&b, "  files removed:       %d (referenced only by expired snapshots)\n", e.FilesRemoved)
 	switch {
 	case e.Pin.Pinned && e.Pin.Capped:
-		fmt.Fprintf(&b, "  pins:                topic %s needs history from %s; capped by %s\n", e.Pin.Topic, msTime(e.Pin.OldestNeededMs), changelog.PropMaxPinMs)
+		fmt.Fprintf(&b, "  pins:                topic %s needs history from %s; capped by %s, kept by the %s\n", e.Pin.Topic, msTime(e.Pin.OldestNeededMs), changelog.PropMaxPinMs, e.Pin.HeldBy)
 	case e.Pin.Pinned:
-		fmt.Fprintf(&b, "  pins:                topic %s needs history from %s; kept\n", e.Pin.Topic, msTime(e.Pin.OldestNeededMs))
+		fmt.Fprintf(&b, "  pins:                topic %s needs history from %s; kept by the %s\n", e.Pin.Topic, msTime(e.Pin.OldestNeededMs), e.Pin.HeldBy)
 	default:
 		fmt.Fprintf(&b, "  pins:                none beyond the table's retention\n")
 	}

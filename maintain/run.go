@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
@@ -37,17 +38,19 @@ func Run(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts 
 	}
 	// Expiry first: it is what bounds the metadata every commit rewrites,
 	// and the steps after it may lose every race with a fast writer.
-	if err := p.expire(ctx, &rep.Expiry); err != nil {
+	// Each step's wall time is reported: a pass that outgrows its interval
+	// is how expiry falls behind a fast writer, and the log says which step.
+	if err := timed(&rep.Expiry.Took, func() error { return p.expire(ctx, &rep.Expiry) }); err != nil {
 		return rep, err
 	}
-	if err := p.compact(ctx, &rep.Compaction); err != nil {
+	if err := timed(&rep.Compaction.Took, func() error { return p.compact(ctx, &rep.Compaction) }); err != nil {
 		return rep, err
 	}
-	if err := p.mergeManifests(ctx, &rep.Manifests); err != nil {
+	if err := timed(&rep.Manifests.Took, func() error { return p.mergeManifests(ctx, &rep.Manifests) }); err != nil {
 		return rep, err
 	}
 	if !opts.SkipOrphans {
-		if err := p.removeOrphans(ctx, &rep.Orphans); err != nil {
+		if err := timed(&rep.Orphans.Took, func() error { return p.removeOrphans(ctx, &rep.Orphans) }); err != nil {
 			return rep, err
 		}
 	}
@@ -58,6 +61,14 @@ func Run(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts 
 	rep.MetadataFiles = countMetadataFiles(tbl)
 	p.log.Debug().Interface("report", rep).Msg("maintenance pass")
 	return rep, nil
+}
+
+// timed runs step and stores its wall time in took, also when it fails.
+func timed(took *time.Duration, step func() error) error {
+	start := time.Now()
+	err := step()
+	*took = time.Since(start)
+	return err
 }
 
 func countMetadataFiles(tbl *table.Table) int {

@@ -103,8 +103,10 @@ func runMaintainer(ctx context.Context, cat catalog.Catalog, reg *topics.Registr
 			if !opts.SkipOrphans {
 				lastOrphans[key] = time.Now()
 			}
-			log.Debug().Str("table", key).Int("expired", rep.Expiry.Expired).Int("files_removed", rep.Expiry.FilesRemoved).
-				Int("orphans_removed", rep.Orphans.Removed).Int("manifests", rep.Manifests.After).Msg("maintenance pass")
+			log.Debug().Str("table", key).Int("expired", rep.Expiry.Expired).Int("snapshots", rep.Expiry.SnapshotsBefore-rep.Expiry.Expired).
+				Int("files_removed", rep.Expiry.FilesRemoved).Int("orphans_removed", rep.Orphans.Removed).Int("manifests", rep.Manifests.After).
+				Dur("expiry_took", rep.Expiry.Took).Dur("compaction_took", rep.Compaction.Took).Dur("manifests_took", rep.Manifests.Took).
+				Dur("orphans_took", rep.Orphans.Took).Msg("maintenance pass")
 		}
 	}
 }

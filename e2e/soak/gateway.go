@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -36,7 +37,28 @@ func startGateway(ctx context.Context, c config, dataDir string) (*procs.Proc, e
 		return nil, err
 	}
 	cmd := exec.Command(c.lakegwBin, serveArgs(c, dataDir, addr)...)
-	return procs.StartServing(ctx, "lakegw", addr, cmd, procs.NewLogTail(1<<20, 64<<10, 4000), 2*time.Minute)
+	logs := procs.NewLogTail(1<<20, 64<<10, 4000)
+	if c.gatewayLog == "" {
+		return procs.StartServing(ctx, "lakegw", addr, cmd, logs, 2*time.Minute)
+	}
+	// The whole log, for a run diagnosed afterwards (-gateway-log): every
+	// start of the gateway appends to the same file.
+	f, err := os.OpenFile(c.gatewayLog, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("gateway log: %w", err)
+	}
+	p, err := procs.Start("lakegw", addr, cmd, logs, f)
+	if err == nil {
+		err = p.WaitKafka(ctx, 2*time.Minute)
+		if err != nil {
+			p.Stop()
+		}
+	}
+	if err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return p, nil
 }
 
 // dirBytes is the size of every regular file under dir. Files removed

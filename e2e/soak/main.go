@@ -58,6 +58,7 @@ type config struct {
 	maintainInterval   time.Duration
 	expireAge          time.Duration
 	changelogRetention time.Duration
+	maxPin             time.Duration
 	keepSnapshots      int
 	foreignExpireEvery int
 	foreignRetain      int
@@ -65,6 +66,7 @@ type config struct {
 	out                string
 	work               string
 	keep               bool
+	gatewayLog         string
 	lakegwBin          string
 	maxDisk            int64
 	timeout            time.Duration
@@ -84,6 +86,7 @@ func main() {
 	flag.DurationVar(&c.expireAge, "expire-age", 10*time.Second, "with -maintain: history.expire.max-snapshot-age-ms of demo.orders and soak.pk")
 	flag.IntVar(&c.keepSnapshots, "keep-snapshots", 100, "with -maintain: history.expire.min-snapshots-to-keep of demo.orders and soak.pk")
 	flag.DurationVar(&c.changelogRetention, "changelog-retention", 30*time.Second, "with -maintain: lakegw.retention.ms of soak.pk, the changes its topic keeps past snapshot expiry")
+	flag.DurationVar(&c.maxPin, "max-pin", time.Minute, "with -maintain: lakegw.consumer.max-pin of demo.orders and soak.pk, how far back the stopped group's offsets hold history (the soak's compressed stand-in for a day)")
 	flag.IntVar(&c.foreignExpireEvery, "foreign-expire-every", 0, "soak.foreign expires its snapshots every this many commits (default commits/6)")
 	flag.IntVar(&c.foreignRetain, "foreign-retain", 20, "snapshots soak.foreign keeps when it expires")
 	flag.Func("serve-flag", "extra lakegw serve flag --name=value (repeatable)", func(s string) error {
@@ -96,6 +99,7 @@ func main() {
 	flag.StringVar(&c.out, "out", "", "directory for results.md and results.json (default: none, print only)")
 	flag.StringVar(&c.work, "work", "", "work directory (default: a new temporary directory, removed at the end unless -keep)")
 	flag.BoolVar(&c.keep, "keep", false, "keep the work directory")
+	flag.StringVar(&c.gatewayLog, "gateway-log", "", "append the gateway's whole log to this file (with -serve-flag=--log-level=debug it shows every maintenance pass and its steps' times)")
 	flag.StringVar(&c.lakegwBin, "lakegw", "", "lakegw binary (default: go build ./cmd/lakegw into the work directory)")
 	flag.Int64Var(&c.maxDisk, "max-disk", 20<<30, "stop when the data directory exceeds this many bytes (0: no limit)")
 	flag.DurationVar(&c.timeout, "timeout", 3*time.Hour, "stop after this long")

@@ -249,6 +249,7 @@ func expiryProps(c config) iceberg.Properties {
 		changelog.PropMaintenanceEnabled: "true",
 		table.MaxSnapshotAgeMsKey:        fmt.Sprint(c.expireAge.Milliseconds()),
 		table.MinSnapshotsToKeepKey:      fmt.Sprint(c.keepSnapshots),
+		changelog.PropMaxPinMs:           fmt.Sprint(c.maxPin.Milliseconds()),
 	}
 }
 
