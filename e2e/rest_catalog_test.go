@@ -96,11 +96,29 @@ func TestServesTablesOfARESTCatalog(t *testing.T) {
 	g := startGateway(t, t.TempDir(), "", "--catalog-prop", "type=rest", "--catalog-prop", "uri="+uri)
 	checkRecords(t, w, consumeAll(t, g.addr, len(w.allRows())))
 
+	// A commit to a served table: the watcher sees the REST catalog's
+	// metadata pointer move (read with snapshots=refs) and serves it.
+	cl := mustClient(t, g.addr)
+	w.appendRows(5)
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		p := rawFetch(t, cl, "e2e.events", 0, 12)
+		if p.ErrorCode == 0 && p.HighWatermark == int64(len(w.allRows())) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a commit to e2e.events never showed (error code %d, hwm %d, want %d)", p.ErrorCode, p.HighWatermark, len(w.allRows()))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if strings.Contains(g.Logs(), "cannot read metadata pointers") {
+		t.Fatalf("the gateway could not read the REST catalog's pointers:\n%s", g.Logs())
+	}
+
 	// A second table, created while the gateway runs.
 	w2 := newTableWriterOn(t, cat, "e2e", "late")
 	w2.appendRows(2)
-	cl := mustClient(t, g.addr)
-	deadline := time.Now().Add(15 * time.Second)
+	deadline = time.Now().Add(15 * time.Second)
 	for {
 		p := rawFetch(t, cl, "e2e.late", 0, 12)
 		if p.ErrorCode == 0 && p.HighWatermark == 2 {

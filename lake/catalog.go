@@ -3,13 +3,14 @@ package lake
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
-	_ "github.com/apache/iceberg-go/catalog/rest"     // registers type=rest
+	"github.com/apache/iceberg-go/catalog/rest"       // registers type=rest
 	sqlcat "github.com/apache/iceberg-go/catalog/sql" // registers type=sql
 	_ "modernc.org/sqlite"                            // the embedded catalog's driver: pure Go, no cgo
 )
@@ -68,6 +69,10 @@ func OpenCatalog(ctx context.Context, dataDir string, props iceberg.Properties) 
 		// opens the same database.
 		return &sqlCatalog{Catalog: c, name: name, driver: props[sqlcat.DriverKey],
 			dialect: strings.ToLower(props[sqlcat.DialectKey]), uri: props["uri"]}, nil
+	}
+	if c, ok := cat.(*rest.Catalog); ok {
+		// Likewise: OpenMetadataPointers opens a second client.
+		return &restCatalog{Catalog: c, name: name, props: maps.Clone(props)}, nil
 	}
 	return cat, nil
 }

@@ -59,7 +59,7 @@ func TestMetadataPointerFollowsCommits(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	cat, ident := pointerTable(t, dir, 1)
-	p, err := OpenMetadataPointers(cat)
+	p, err := OpenMetadataPointers(context.Background(), cat)
 	if err != nil || p == nil {
 		t.Fatalf("embedded catalog: pointers %v, %v", p, err)
 	}
@@ -95,7 +95,7 @@ func TestMetadataPointerFollowsCommits(t *testing.T) {
 	if loc, ok, err := p.Location(ctx, table.Identifier{"ns", "missing"}); err != nil || ok {
 		t.Fatalf("missing table: %q %v %v", loc, ok, err)
 	}
-	if p, err := OpenMetadataPointers(struct{ catalog.Catalog }{cat}); p != nil || err != nil {
+	if p, err := OpenMetadataPointers(context.Background(), struct{ catalog.Catalog }{cat}); p != nil || err != nil {
 		t.Fatalf("a catalog lake did not open: %v %v, want none", p, err)
 	}
 }
@@ -107,7 +107,7 @@ func BenchmarkIdlePoll(b *testing.B) {
 	ctx := context.Background()
 	for _, n := range []int{10, 300} {
 		cat, ident := pointerTable(b, b.TempDir(), n)
-		p, err := OpenMetadataPointers(cat)
+		p, err := OpenMetadataPointers(context.Background(), cat)
 		if err != nil || p == nil {
 			b.Fatal(p, err)
 		}

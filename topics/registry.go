@@ -107,10 +107,10 @@ func (r *Registry) Ready() <-chan struct{} { return r.firstList }
 // is done; it returns after every watcher has stopped.
 func (r *Registry) Run(ctx context.Context) error {
 	if r.pointerCat != nil {
-		p, err := lake.OpenMetadataPointers(r.pointerCat)
+		p, err := lake.OpenMetadataPointers(ctx, r.pointerCat)
 		if err != nil {
 			// Polls still work, at the cost of a table load each.
-			r.log.Warn().Err(err).Msg("cannot read metadata pointers from the catalog database; loading tables on every poll")
+			r.log.Warn().Err(err).Msg("cannot read metadata pointers from the catalog; loading tables on every poll")
 		} else if p != nil {
 			r.pointers = p
 			defer func() {
