@@ -31,21 +31,18 @@ const SummaryMaintenance = "lakegw.maintenance"
 // The rewritten files are kept across attempts while their inputs (each
 // rewritten data file and the delete files applying to it) are unchanged:
 // an append-only writer's commits then cost a cheap re-commit, not a new
-// rewrite. A writer deleting rows in those files forces a new rewrite;
-// when every attempt loses, the step is skipped until the next pass
-// (Options.Exclusive avoids that for a writer in the same process).
+// rewrite. A writer deleting rows in those files forces a new rewrite, so
+// lakegw's own such writers hold their commits while a compaction lease
+// is set (PropCompactionLease); when every attempt still loses (a foreign
+// writer), the step is skipped until the next pass.
 func (p *pass) compact(ctx context.Context, rep *CompactionReport) error {
 	if p.opts.CompactDataFiles < 0 {
 		rep.Skipped = "turned off"
 		return nil
 	}
 	c := &compaction{pass: p, rep: rep}
-	var err error
-	if p.opts.Exclusive != nil && !p.opts.DryRun {
-		err = p.opts.Exclusive(ctx, c.run)
-	} else {
-		err = c.run(ctx)
-	}
+	err := c.run(ctx)
+	c.releaseLease(ctx)
 	// Files of a rewrite that was never committed are garbage now, not
 	// orphans to wait a day for.
 	if _, rerr := removeAll(ctx, c.tbl, c.uncommitted()); rerr != nil {
@@ -68,12 +65,21 @@ type compaction struct {
 	result    *table.CompactionGroupResult
 	inputs    string // inputsKey of result's inputs
 	committed bool
+	leased    bool // the compaction lease is set (takeLease)
 }
+
+// errLeaseTaken makes run plan again, without counting an attempt, once
+// the compaction lease is set.
+var errLeaseTaken = errors.New("compaction lease taken")
 
 func (c *compaction) run(ctx context.Context) error {
 	var lastErr error
 	for attempt := 1; attempt <= c.opts.CommitAttempts; attempt++ {
 		done, err := c.attempt(ctx)
+		if errors.Is(err, errLeaseTaken) {
+			attempt--
+			continue
+		}
 		if done || err == nil {
 			return err
 		}
@@ -122,6 +128,14 @@ func (c *compaction) attempt(ctx context.Context) (done bool, err error) {
 		rep.DataFilesRewritten, rep.DeleteFilesRemoved = rep.DataFilesBefore, rep.DeleteFilesBefore
 		return true, nil
 	}
+	if !c.leased {
+		// Hold lakegw's writers, then plan again on the table as the
+		// lease left it.
+		if err := c.takeLease(ctx); err != nil {
+			return true, err
+		}
+		return false, errLeaseTaken
+	}
 	if c.result == nil || inputsKey(tasks, c.result.OldDataFiles) != c.inputs {
 		if _, err := removeAll(ctx, tbl, c.uncommitted()); err != nil {
 			return true, fmt.Errorf("remove the files of a superseded rewrite: %w", err)
@@ -141,6 +155,10 @@ func (c *compaction) attempt(ctx context.Context) (done bool, err error) {
 		testBeforeCompactionCommit(ctx)
 	}
 	tx := tbl.NewTransaction()
+	// The rewrite ends the lease in the same commit.
+	if err := tx.RemoveProperties([]string{PropCompactionLease}); err != nil {
+		return true, fmt.Errorf("stage the end of the compaction lease: %w", err)
+	}
 	if err := tx.NewRewrite(iceberg.Properties{SummaryMaintenance: "compaction"}).ApplyResult(*gr).Commit(ctx); err != nil {
 		return true, fmt.Errorf("stage rewrite: %w", err)
 	}

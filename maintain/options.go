@@ -82,12 +82,6 @@ type Options struct {
 	// Retention is the LSM changelog hook (nil for other tables; an LSM
 	// table without one keeps every changelog file).
 	Retention Retention
-	// Exclusive, when set, runs the compaction step (all its attempts)
-	// with the table's writer paused. A position-delete writer deletes
-	// rows in the very files a compaction rewrites, so every commit of it
-	// during the rewrite makes the compaction start over; a writer in the
-	// same process (the quickstart demo) offers this instead.
-	Exclusive func(ctx context.Context, fn func(context.Context) error) error
 	// SkipOrphans leaves orphan cleanup out of the pass. It lists the
 	// whole table location and reads every manifest of every snapshot, so
 	// a background loop runs it less often than the rest.

@@ -218,14 +218,3 @@ func tableProperties() iceberg.Properties {
 	})
 	return props
 }
-
-// Paused runs fn while no Step runs. Maintenance compacts the demo table
-// under it: a compaction rewrites the very files the demo deletes rows
-// from, so a Step committing meanwhile would make it start over, every
-// second, forever. The next Step finds the table moved and reloads its
-// rows (recover.go).
-func (d *Demo) Paused(ctx context.Context, fn func(context.Context) error) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return fn(ctx)
-}

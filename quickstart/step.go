@@ -12,6 +12,8 @@ import (
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/lakegw/lakegw/maintain"
 )
 
 // maxCommitAttempts bounds the reload-and-retry loop of one Step. Conflicts
@@ -48,9 +50,9 @@ func (d *Demo) Step(ctx context.Context) (int64, error) {
 	}
 	var lastErr error
 	for attempt := 1; attempt <= maxCommitAttempts; attempt++ {
-		tbl, err := d.cat.LoadTable(ctx, d.opts.Table)
+		tbl, err := d.loadUnleased(ctx)
 		if err != nil {
-			return 0, fmt.Errorf("load %v: %w", d.opts.Table, err)
+			return 0, err
 		}
 		if err := d.syncLocked(ctx, tbl); err != nil {
 			return 0, err
@@ -67,6 +69,34 @@ func (d *Demo) Step(ctx context.Context) (int64, error) {
 	}
 	return 0, fmt.Errorf("demo commit to %v: gave up after %d conflicting attempts: %w",
 		d.opts.Table, maxCommitAttempts, lastErr)
+}
+
+// leasePoll is how often a writer held by a compaction lease looks again:
+// the compaction's commit ends the lease before its time.
+const leasePoll = 100 * time.Millisecond
+
+// loadUnleased loads the table once no compaction holds it: the demo
+// deletes rows in the files a compaction rewrites, and a commit of it
+// during the rewrite would make the compaction start over
+// (maintain.PropCompactionLease). A lease never holds it longer than
+// maintain.CompactionLease.
+func (d *Demo) loadUnleased(ctx context.Context) (*table.Table, error) {
+	for {
+		tbl, err := d.cat.LoadTable(ctx, d.opts.Table)
+		if err != nil {
+			return nil, fmt.Errorf("load %v: %w", d.opts.Table, err)
+		}
+		until, held := maintain.CompactionLeaseUntil(tbl.Properties(), time.Now())
+		if !held {
+			return tbl, nil
+		}
+		d.log.Debug().Time("until", until).Msg("demo holds its commit while the table is compacted")
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(min(time.Until(until), leasePoll)):
+		}
+	}
 }
 
 // commitOnce plans, writes and commits one snapshot on top of tbl, whose

@@ -13,7 +13,6 @@ import (
 	"github.com/lakegw/lakegw/lake"
 	"github.com/lakegw/lakegw/lsm"
 	"github.com/lakegw/lakegw/maintain"
-	"github.com/lakegw/lakegw/quickstart"
 	"github.com/lakegw/lakegw/topics"
 )
 
@@ -63,10 +62,10 @@ const orphanEvery = time.Hour
 
 // runMaintainer runs a maintenance pass on every served table lakegw
 // maintains, every interval until ctx ends. pins (nil: none) says what
-// consumers' committed offsets still need; demo (nil: none) is the
-// quickstart's writer, paused while its table is compacted.
+// consumers' committed offsets still need. The quickstart's writer holds
+// its commits while its table is compacted (maintain.PropCompactionLease).
 func runMaintainer(ctx context.Context, cat catalog.Catalog, reg *topics.Registry, every time.Duration, pins maintain.PinFunc,
-	demo *quickstart.Demo, log zerolog.Logger) error {
+	log zerolog.Logger) error {
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	// Orphan cleanup lists the table location and reads every manifest:
@@ -90,9 +89,6 @@ func runMaintainer(ctx context.Context, cat catalog.Catalog, reg *topics.Registr
 			done[key] = true
 			opts := maintain.Options{Log: log, Topic: t.Name, Pin: tablePins(reg, t.Ident, pins), Retention: retentionFor(cat, tbl, log),
 				SkipOrphans: time.Since(lastOrphans[key]) < orphanEvery}
-			if demo != nil && key == quickstart.DefaultTableName {
-				opts.Exclusive = demo.Paused
-			}
 			rep, err := maintain.Run(ctx, cat, t.Ident, opts)
 			if err != nil {
 				if ctx.Err() == nil {
