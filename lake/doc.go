@@ -2,8 +2,11 @@
 // (the embedded SQLite catalog plus a local warehouse by default, any iceberg-go
 // catalog through properties), tables registered by metadata location, the
 // file IO that maps a table's recorded locations to where its files lie now,
-// and the cheap "has this table changed" of SQL catalogs (MetadataPointers:
-// one row of the catalog database instead of a metadata JSON parse).
+// the cheap "has this table changed" of SQL and REST catalogs (MetadataPointers:
+// one row of the catalog database, or a load of the referenced snapshots only,
+// instead of a metadata JSON parse), what a commit conflict looks like
+// (IsCommitConflict), and the compaction lease by which a compaction holds
+// lakegw's own writers of a table (PropCompactionLease).
 //
 // It knows nothing of Kafka, offsets or record formats, and must not import
 // protocol/, fetch/, offsets/, changelog/, topics/ or lsm/.

@@ -2,9 +2,7 @@ package lsm
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strings"
 	"sync"
 
 	"github.com/apache/iceberg-go"
@@ -13,6 +11,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/lakegw/lakegw/changelog"
+	"github.com/lakegw/lakegw/lake"
 )
 
 // commitOnce prepares every written bucket in parallel against the table's
@@ -97,7 +96,7 @@ func (t *Table) commitOnce(ctx context.Context, tbl *table.Table, sp *spec, writ
 	if err != nil {
 		// Only a clean conflict proves the catalog did not take the
 		// snapshot; after any other failure the files may be live.
-		if isCommitConflict(err) {
+		if lake.IsCommitConflict(err) {
 			removeFiles(fs, paths)
 		}
 		return 0, nil, written, err
@@ -144,19 +143,6 @@ func writeFS(ctx context.Context, tbl *table.Table) (icebergio.WriteFileIO, erro
 		return nil, fmt.Errorf("file IO %T cannot write", fsys)
 	}
 	return wfs, nil
-}
-
-// isCommitConflict reports whether err means another writer committed
-// first and nothing of ours was applied. iceberg-go's SQL catalog reports
-// a stale branch as a plain requirement error, so the text is matched too.
-func isCommitConflict(err error) bool {
-	if errors.Is(err, table.ErrCommitFailed) {
-		return true
-	}
-	// "branch main has changed", or for a table's first snapshot "branch
-	// main was created concurrently".
-	msg := strings.ToLower(err.Error())
-	return strings.Contains(msg, "requirement failed") && (strings.Contains(msg, "has changed") || strings.Contains(msg, "concurrently"))
 }
 
 // removeFiles deletes files of a commit that never happened; best effort

@@ -2,7 +2,9 @@ package lsm
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"github.com/lakegw/lakegw/lake"
 	"slices"
 	"sync"
 	"time"
@@ -46,18 +48,35 @@ type compactOut struct {
 // are dropped physically, the position delete files and deletion vectors of
 // the inputs go. No row changes, so the snapshot has no change events. A
 // conflict with a writer (which may have deleted rows in the inputs
-// meanwhile) redoes it on the new head.
-func (t *Table) Compact(ctx context.Context, full bool) (CompactResult, error) {
-	var res CompactResult
+// meanwhile) redoes it on the new head. lakegw's writers hold their commits
+// while it runs (lake.PropCompactionLease), set once it has found work.
+func (t *Table) Compact(ctx context.Context, full bool) (res CompactResult, err error) {
+	leased := false
+	defer func() {
+		// The compaction's commit ends the lease; anything else ends it here.
+		if leased && res.SnapshotID == 0 {
+			if lerr := lake.EndCompactionLease(context.WithoutCancel(ctx), t.cat, t.ident); lerr != nil {
+				t.log.Warn().Err(lerr).Msg("could not end the compaction lease; it ends by itself")
+			}
+		}
+	}()
 	var lastErr error
 	for attempt := 1; attempt <= t.opts.MaxCommitAttempts; attempt++ {
 		res.Attempts = attempt
-		r, err := t.compactOnce(ctx, full)
+		r, err := t.compactOnce(ctx, full, leased)
+		if errors.Is(err, errLeaseNeeded) {
+			if err := lake.TakeCompactionLease(ctx, t.cat, t.ident); err != nil {
+				return res, err
+			}
+			leased = true
+			attempt--
+			continue
+		}
 		if err == nil {
 			r.Attempts = attempt
 			return r, nil
 		}
-		if !isCommitConflict(err) {
+		if !lake.IsCommitConflict(err) {
 			return res, err
 		}
 		lastErr = err
@@ -66,7 +85,11 @@ func (t *Table) Compact(ctx context.Context, full bool) (CompactResult, error) {
 	return res, fmt.Errorf("compact %s: gave up after %d conflicting attempts: %w", t.Name(), t.opts.MaxCommitAttempts, lastErr)
 }
 
-func (t *Table) compactOnce(ctx context.Context, full bool) (CompactResult, error) {
+// errLeaseNeeded makes Compact take the compaction lease and plan again:
+// compactOnce found work and holds no lease yet.
+var errLeaseNeeded = errors.New("compaction lease needed")
+
+func (t *Table) compactOnce(ctx context.Context, full, leased bool) (CompactResult, error) {
 	res := CompactResult{PickedRunsPerBucket: map[int]int{}, OutputLevelPerBucket: map[int]int{}}
 	tbl, sp, err := t.load(ctx)
 	if err != nil {
@@ -95,6 +118,9 @@ func (t *Table) compactOnce(ctx context.Context, full bool) (CompactResult, erro
 	if len(jobs) == 0 {
 		return res, nil
 	}
+	if !leased {
+		return res, errLeaseNeeded
+	}
 	outs := make([]*compactOut, len(jobs))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(t.opts.Parallelism)
@@ -120,6 +146,10 @@ func (t *Table) compactOnce(ctx context.Context, full bool) (CompactResult, erro
 	if err := tx.AssertRefSnapshotID(table.MainBranch); err != nil {
 		removeFiles(fs, paths)
 		return res, fmt.Errorf("pin branch: %w", err)
+	}
+	if err := lake.EndLeaseIn(tx); err != nil {
+		removeFiles(fs, paths)
+		return res, err
 	}
 	props := iceberg.Properties{"lakegw.lsm.compaction": "true"}
 	if err := addEnds(tbl, sp.buckets, nil, props); err != nil {
@@ -167,7 +197,7 @@ func (t *Table) compactOnce(ctx context.Context, full bool) (CompactResult, erro
 	}
 	committed, err := tx.Commit(ctx)
 	if err != nil {
-		if isCommitConflict(err) {
+		if lake.IsCommitConflict(err) {
 			removeFiles(fs, paths)
 		}
 		return res, fmt.Errorf("commit rewrite: %w", err)

@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/lakegw/lakegw/changelog"
+	"github.com/lakegw/lakegw/lake"
 )
 
 // Options configures an opened LSM table.
@@ -83,6 +84,22 @@ func (t *Table) load(ctx context.Context) (*table.Table, *spec, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("load %s: %w", t.Name(), err)
 	}
+	return t.withSpec(tbl)
+}
+
+// loadUnleased is load once no compaction holds the table's writers
+// (lake.PropCompactionLease): a writer's upserts delete rows in the runs a
+// compaction merges, so its commits during the merge would make the
+// compaction start over, at every commit.
+func (t *Table) loadUnleased(ctx context.Context) (*table.Table, *spec, error) {
+	tbl, err := lake.LoadUnleased(ctx, t.cat, t.ident)
+	if err != nil {
+		return nil, nil, err
+	}
+	return t.withSpec(tbl)
+}
+
+func (t *Table) withSpec(tbl *table.Table) (*table.Table, *spec, error) {
 	sp, err := parseSpec(tbl.Schema(), tbl.Properties())
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", t.Name(), err)

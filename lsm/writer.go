@@ -8,6 +8,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/lakegw/lakegw/changelog"
+	"github.com/lakegw/lakegw/lake"
 )
 
 // Writer buffers upserts and deletes (the memtable) and commits them as one
@@ -106,7 +107,7 @@ func (w *Writer) Commit(ctx context.Context) (CommitResult, error) {
 	var lastErr error
 	for attempt := 1; attempt <= t.opts.MaxCommitAttempts; attempt++ {
 		res.Attempts = attempt
-		tbl, sp, err := t.load(ctx)
+		tbl, sp, err := t.loadUnleased(ctx)
 		if err != nil {
 			return res, err
 		}
@@ -128,7 +129,7 @@ func (w *Writer) Commit(ctx context.Context) (CommitResult, error) {
 			}
 			return res, nil
 		}
-		if !isCommitConflict(err) {
+		if !lake.IsCommitConflict(err) {
 			return res, err
 		}
 		lastErr = err

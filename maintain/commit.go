@@ -5,9 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/lakegw/lakegw/lake"
 )
 
 // stageFunc stages one step of the pass on a transaction of tbl. It
@@ -48,7 +49,7 @@ func (p *pass) commitStepWith(ctx context.Context, what string, stage stageFunc,
 		if err == nil {
 			return base, committed, nil
 		}
-		if !isConflict(err) {
+		if !lake.IsCommitConflict(err) {
 			return base, nil, fmt.Errorf("%s of %s: commit: %w", what, p.name, err)
 		}
 		lastErr = err
@@ -68,7 +69,7 @@ var errStarved = errors.New("gave up")
 func commitOrClean(ctx context.Context, base *table.Table, tx *table.Transaction) (*table.Table, error) {
 	staged, stagedErr := stagedMetadataFiles(ctx, base, tx)
 	committed, err := tx.Commit(ctx)
-	if err != nil && isConflict(err) && stagedErr == nil {
+	if err != nil && lake.IsCommitConflict(err) && stagedErr == nil {
 		// Best effort: what is left is an orphan for the next passes.
 		_, _ = removeAll(ctx, base, staged)
 	}
@@ -111,18 +112,6 @@ func stagedMetadataFiles(ctx context.Context, base *table.Table, tx *table.Trans
 		}
 	}
 	return out, nil
-}
-
-// isConflict reports whether a commit failed because the table moved and
-// nothing of it was applied. The SQL catalog reports a stale branch as a
-// plain requirement error ("requirement failed: branch main has changed"),
-// not wrapped in table.ErrCommitFailed, so the text is matched too.
-func isConflict(err error) bool {
-	if errors.Is(err, table.ErrCommitFailed) {
-		return true
-	}
-	msg := strings.ToLower(err.Error())
-	return strings.Contains(msg, "requirement failed") && strings.Contains(msg, "has changed")
 }
 
 // commitUnpinned commits tx without its assertion that the main branch is

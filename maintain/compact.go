@@ -11,6 +11,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/lakegw/lakegw/changelog"
+	"github.com/lakegw/lakegw/lake"
 )
 
 // SummaryMaintenance is the snapshot summary key naming the maintenance
@@ -33,7 +34,7 @@ const SummaryMaintenance = "lakegw.maintenance"
 // an append-only writer's commits then cost a cheap re-commit, not a new
 // rewrite. A writer deleting rows in those files forces a new rewrite, so
 // lakegw's own such writers hold their commits while a compaction lease
-// is set (PropCompactionLease); when every attempt still loses (a foreign
+// is set (lake.PropCompactionLease); when every attempt still loses (a foreign
 // writer), the step is skipped until the next pass.
 func (p *pass) compact(ctx context.Context, rep *CompactionReport) error {
 	if p.opts.CompactDataFiles < 0 {
@@ -42,7 +43,11 @@ func (p *pass) compact(ctx context.Context, rep *CompactionReport) error {
 	}
 	c := &compaction{pass: p, rep: rep}
 	err := c.run(ctx)
-	c.releaseLease(ctx)
+	if c.leased && !c.committed {
+		if lerr := lake.EndCompactionLease(ctx, p.cat, p.ident); lerr != nil {
+			p.log.Warn().Err(lerr).Msg("could not end the compaction lease; it ends by itself")
+		}
+	}
 	// Files of a rewrite that was never committed are garbage now, not
 	// orphans to wait a day for.
 	if _, rerr := removeAll(ctx, c.tbl, c.uncommitted()); rerr != nil {
@@ -65,7 +70,7 @@ type compaction struct {
 	result    *table.CompactionGroupResult
 	inputs    string // inputsKey of result's inputs
 	committed bool
-	leased    bool // the compaction lease is set (takeLease)
+	leased    bool // the compaction lease is set (lake.PropCompactionLease)
 }
 
 // errLeaseTaken makes run plan again, without counting an attempt, once
@@ -83,7 +88,7 @@ func (c *compaction) run(ctx context.Context) error {
 		if done || err == nil {
 			return err
 		}
-		if !isConflict(err) {
+		if !lake.IsCommitConflict(err) {
 			return fmt.Errorf("compaction of %s: %w", c.name, err)
 		}
 		lastErr = err
@@ -131,9 +136,10 @@ func (c *compaction) attempt(ctx context.Context) (done bool, err error) {
 	if !c.leased {
 		// Hold lakegw's writers, then plan again on the table as the
 		// lease left it.
-		if err := c.takeLease(ctx); err != nil {
+		if err := lake.TakeCompactionLease(ctx, c.cat, c.ident); err != nil {
 			return true, err
 		}
+		c.leased = true
 		return false, errLeaseTaken
 	}
 	if c.result == nil || inputsKey(tasks, c.result.OldDataFiles) != c.inputs {
@@ -156,8 +162,8 @@ func (c *compaction) attempt(ctx context.Context) (done bool, err error) {
 	}
 	tx := tbl.NewTransaction()
 	// The rewrite ends the lease in the same commit.
-	if err := tx.RemoveProperties([]string{PropCompactionLease}); err != nil {
-		return true, fmt.Errorf("stage the end of the compaction lease: %w", err)
+	if err := lake.EndLeaseIn(tx); err != nil {
+		return true, err
 	}
 	if err := tx.NewRewrite(iceberg.Properties{SummaryMaintenance: "compaction"}).ApplyResult(*gr).Commit(ctx); err != nil {
 		return true, fmt.Errorf("stage rewrite: %w", err)

@@ -2,18 +2,16 @@ package quickstart
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/lakegw/lakegw/maintain"
+	"github.com/lakegw/lakegw/lake"
 )
 
 // maxCommitAttempts bounds the reload-and-retry loop of one Step. Conflicts
@@ -50,7 +48,9 @@ func (d *Demo) Step(ctx context.Context) (int64, error) {
 	}
 	var lastErr error
 	for attempt := 1; attempt <= maxCommitAttempts; attempt++ {
-		tbl, err := d.loadUnleased(ctx)
+		// Held while a compaction rewrites the files the demo deletes
+		// rows from (lake.PropCompactionLease).
+		tbl, err := lake.LoadUnleased(ctx, d.cat, d.opts.Table)
 		if err != nil {
 			return 0, err
 		}
@@ -61,7 +61,7 @@ func (d *Demo) Step(ctx context.Context) (int64, error) {
 		if err == nil {
 			return id, nil
 		}
-		if !isCommitConflict(err) {
+		if !lake.IsCommitConflict(err) {
 			return 0, err
 		}
 		lastErr = err
@@ -69,34 +69,6 @@ func (d *Demo) Step(ctx context.Context) (int64, error) {
 	}
 	return 0, fmt.Errorf("demo commit to %v: gave up after %d conflicting attempts: %w",
 		d.opts.Table, maxCommitAttempts, lastErr)
-}
-
-// leasePoll is how often a writer held by a compaction lease looks again:
-// the compaction's commit ends the lease before its time.
-const leasePoll = 100 * time.Millisecond
-
-// loadUnleased loads the table once no compaction holds it: the demo
-// deletes rows in the files a compaction rewrites, and a commit of it
-// during the rewrite would make the compaction start over
-// (maintain.PropCompactionLease). A lease never holds it longer than
-// maintain.CompactionLease.
-func (d *Demo) loadUnleased(ctx context.Context) (*table.Table, error) {
-	for {
-		tbl, err := d.cat.LoadTable(ctx, d.opts.Table)
-		if err != nil {
-			return nil, fmt.Errorf("load %v: %w", d.opts.Table, err)
-		}
-		until, held := maintain.CompactionLeaseUntil(tbl.Properties(), time.Now())
-		if !held {
-			return tbl, nil
-		}
-		d.log.Debug().Time("until", until).Msg("demo holds its commit while the table is compacted")
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(min(time.Until(until), leasePoll)):
-		}
-	}
 }
 
 // commitOnce plans, writes and commits one snapshot on top of tbl, whose
@@ -134,7 +106,7 @@ func (d *Demo) commitOnce(ctx context.Context, tbl *table.Table) (int64, error) 
 	if err != nil {
 		// Only a clean conflict proves the catalog did not take the
 		// snapshot; after any other failure the files may be live.
-		if isCommitConflict(err) {
+		if lake.IsCommitConflict(err) {
 			removeFiles(wfs, files.paths)
 		}
 		return 0, err
@@ -244,19 +216,6 @@ func (d *Demo) applyCommitted(ctx context.Context, committed *table.Table, snap 
 		d.model.put(o, rowLocs[o.OrderID])
 	}
 	d.model.snapshotID = snap.SnapshotID
-}
-
-// isCommitConflict reports whether err means another writer committed first
-// and nothing of ours was applied. iceberg-go's SQL catalog reports a stale
-// branch as a plain requirement error ("requirement failed: branch "main"
-// has changed"), not wrapped in table.ErrCommitFailed, so the text is
-// matched as well.
-func isCommitConflict(err error) bool {
-	if errors.Is(err, table.ErrCommitFailed) {
-		return true
-	}
-	msg := strings.ToLower(err.Error())
-	return strings.Contains(msg, "requirement failed") && strings.Contains(msg, "has changed")
 }
 
 // removeFiles deletes files of a snapshot that was never committed. It is

@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/apache/iceberg-go"
 	"github.com/rs/zerolog"
 
 	"github.com/lakegw/lakegw/lake"
@@ -85,7 +83,7 @@ func TestCompactionLeaseHoldsADemoWriter(t *testing.T) {
 		t.Fatalf("compaction beside a full-speed writer: %+v; want it committed", c)
 	}
 	tbl := loadTable(t, cat, ident)
-	if _, held := maintain.CompactionLeaseUntil(tbl.Properties(), time.Now()); held {
+	if _, held := lake.CompactionLeaseUntil(tbl.Properties(), time.Now()); held {
 		t.Fatal("the compaction lease outlived the compaction")
 	}
 	live, err := w.LiveRows(ctx)
@@ -93,29 +91,4 @@ func TestCompactionLeaseHoldsADemoWriter(t *testing.T) {
 		t.Fatal(err)
 	}
 	requireSameOrders(t, "after the writer resumed", live, w.Expected())
-}
-
-// A lease is read as at most CompactionLease from now, and one that ended
-// or cannot be parsed holds nothing.
-func TestCompactionLeaseUntil(t *testing.T) {
-	now := time.UnixMilli(1_000_000)
-	for _, tc := range []struct {
-		v    string
-		want time.Duration // from now; 0: not held
-	}{
-		{"", 0},
-		{"x", 0},
-		{strconv.FormatInt(now.UnixMilli()-1, 10), 0},
-		{strconv.FormatInt(now.UnixMilli()+5000, 10), 5 * time.Second},
-		{strconv.FormatInt(now.UnixMilli()+int64(time.Hour/time.Millisecond), 10), maintain.CompactionLease},
-	} {
-		props := iceberg.Properties{}
-		if tc.v != "" {
-			props[maintain.PropCompactionLease] = tc.v
-		}
-		until, held := maintain.CompactionLeaseUntil(props, now)
-		if held != (tc.want != 0) || held && until.Sub(now) != tc.want {
-			t.Errorf("lease %q: until %v held %v, want %v from now", tc.v, until.Sub(now), held, tc.want)
-		}
-	}
 }
