@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -32,11 +33,17 @@ type conn struct {
 	handlers sync.WaitGroup
 	// writeTimeout bounds each response's write (0: none).
 	writeTimeout time.Duration
+	// outstanding counts the requests read whose answers are not yet
+	// written: a connection waiting for them is not idle.
+	outstanding atomic.Int64
+	// fetchTurn is held by the connection's Fetch from when it is read
+	// until its answer is written (see readLoop).
+	fetchTurn chan struct{}
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
 	host, _, _ := net.SplitHostPort(nc.RemoteAddr().String())
-	return &conn{s: s, nc: nc, host: host, writeTimeout: s.cfg.WriteTimeout,
+	return &conn{s: s, nc: nc, host: host, writeTimeout: s.cfg.WriteTimeout, fetchTurn: make(chan struct{}, 1),
 		log: s.log.With().Str("client", nc.RemoteAddr().String()).Logger()}
 }
 
@@ -50,6 +57,9 @@ type frame struct {
 	done   func()
 	// fileFailed is told when a span's file cannot be read.
 	fileFailed func(error)
+	// answered is called once the frame is written or dropped: what its
+	// request holds until then goes back.
+	answered func()
 }
 
 // pending is the response slot of one request; a frame with nil bytes
@@ -91,12 +101,19 @@ func discardUnwritten(unwritten pending, slots <-chan pending) {
 }
 
 // discard gives back what a frame that will not be written holds.
-func discard(f frame) {
+func discard(f frame) { f.finish() }
+
+// finish gives back what a frame holds once it is written or dropped.
+func (f frame) finish() {
 	if f.done != nil {
 		f.done()
 	}
 	if f.pooled {
+		// bufio has copied or written it: nothing refers to it now.
 		bytepool.Put(f.b)
+	}
+	if f.answered != nil {
+		f.answered()
 	}
 }
 
@@ -118,19 +135,14 @@ func (c *conn) writeLoop(ctx context.Context, cancel context.CancelFunc, slots <
 		}
 		if resp.b == nil {
 			// The handler asked to close: flush what came before first.
+			resp.finish()
 			_ = w.Flush()
 			cancel()
 			c.nc.Close()
 			return nil
 		}
 		err := c.write(w, resp)
-		if resp.done != nil {
-			resp.done()
-		}
-		if resp.pooled {
-			// bufio has copied or written it: nothing refers to it now.
-			bytepool.Put(resp.b)
-		}
+		resp.finish()
 		if err != nil {
 			fail(err)
 			return nil
@@ -170,58 +182,82 @@ func (c *conn) write(w *bufio.Writer, f frame) error {
 	return err
 }
 
+// readLoop reads requests and hands each to a handler goroutine, in
+// order, until the connection ends or misbehaves.
 func (c *conn) readLoop(ctx context.Context, slots chan<- pending) {
 	r := bufio.NewReaderSize(c.nc, 64<<10)
-	var sizeBuf [4]byte
 	for {
-		if _, err := io.ReadFull(r, sizeBuf[:]); err != nil {
-			if !errors.Is(err, io.EOF) && ctx.Err() == nil && !errors.Is(err, net.ErrClosed) {
-				c.log.Debug().Err(err).Msg("read request size")
-			}
+		body, err := c.readFrame(ctx, r)
+		if err != nil {
+			c.logReadEnd(ctx, err)
 			return
 		}
-		size := int32(binary.BigEndian.Uint32(sizeBuf[:]))
-		if size < 8 || size > c.s.cfg.MaxRequestBytes {
-			c.log.Warn().Int32("size", size).Int32("max", c.s.cfg.MaxRequestBytes).
-				Msg("closing connection: request frame size out of bounds")
-			return
-		}
-		// Decoding allocates a multiple of the frame: take its weight from
-		// the server-wide budget until the request is answered.
-		if err := c.s.inflight.Acquire(ctx, int64(size)); err != nil {
-			return
-		}
-		release := func() { c.s.inflight.Release(int64(size)) }
-		body := make([]byte, size)
-		if _, err := io.ReadFull(r, body); err != nil {
-			release()
-			c.log.Warn().Err(err).Msg("closing connection: truncated request frame")
-			return
-		}
+		// Decoding allocates a multiple of the frame: its weight stays
+		// taken from the server-wide budget until the request is handled.
+		release := func() { c.s.inflight.Release(int64(len(body))) }
 		req, err := parseRequest(body)
 		if err != nil {
 			release()
-			c.log.Warn().Err(err).Msg("closing connection: malformed request")
+			c.s.clientErrs.warn(c.log, malformedRequest).Err(err).Msg(malformedRequest)
 			return
 		}
+		answered := func() { c.outstanding.Add(-1) }
+		if req.msg.Key() == kmsg.Fetch.Int16() {
+			// A connection's Fetches are handled one at a time, the next
+			// once the previous answer is written, as a Kafka broker
+			// handles a connection's requests: a client pipelining
+			// Fetches without reading the answers holds one answer's
+			// memory, not one per request in flight. Fetch clients send
+			// one Fetch per broker at a time, so none waits here.
+			select {
+			case c.fetchTurn <- struct{}{}:
+			case <-ctx.Done():
+				release()
+				return
+			}
+			answered = func() {
+				<-c.fetchTurn
+				c.outstanding.Add(-1)
+			}
+		}
+		c.outstanding.Add(1)
 		slot := make(pending, 1)
 		select {
 		case slots <- slot:
 		case <-ctx.Done():
 			release()
+			answered()
 			return
 		}
 		if req.earlyResponse != nil {
 			release()
-			slot <- frame{b: req.earlyResponse}
+			slot <- frame{b: req.earlyResponse, answered: answered}
 			continue
 		}
 		c.handlers.Add(1)
 		go func() {
 			defer c.handlers.Done()
-			defer release()
-			slot <- c.handle(ctx, req)
+			f := c.handle(ctx, req)
+			release()
+			f.answered = answered
+			slot <- f
 		}()
+	}
+}
+
+// logReadEnd logs why the reading of a connection ended: a client's
+// misbehaviour at most once a second per kind (limitedLog), the rest at
+// debug level, a client hanging up or the server stopping not at all.
+func (c *conn) logReadEnd(ctx context.Context, err error) {
+	var ce *clientError
+	switch {
+	case errors.As(err, &ce):
+		c.s.clientErrs.warn(c.log, ce.kind).Err(ce.err).Msg(ce.kind)
+	case errors.Is(err, errIdle):
+		c.log.Debug().Dur("idle", c.s.cfg.ConnectionsMaxIdle).Msg("closing idle connection")
+	case errors.Is(err, io.EOF) || ctx.Err() != nil || errors.Is(err, net.ErrClosed):
+	default:
+		c.log.Debug().Err(err).Msg("read request")
 	}
 }
 
@@ -241,7 +277,7 @@ func (c *conn) handle(ctx context.Context, req *request) (out frame) {
 	}()
 	h, ok := handlers[req.msg.Key()]
 	if !ok {
-		c.log.Warn().Int16("api_key", req.msg.Key()).Msg("closing connection: unsupported API key")
+		c.s.clientErrs.warn(c.log, unsupportedKey).Int16("api_key", req.msg.Key()).Msg(unsupportedKey)
 		return frame{}
 	}
 	// The group coordinator names members after the client id and host.
@@ -249,7 +285,7 @@ func (c *conn) handle(ctx context.Context, req *request) (out frame) {
 	resp, err := h.handle(ctx, c, req.msg)
 	if err != nil {
 		if ctx.Err() == nil {
-			c.log.Warn().Err(err).Int16("api_key", req.msg.Key()).Int16("version", req.msg.GetVersion()).Msg("closing connection")
+			c.s.clientErrs.warn(c.log, failedRequest).Err(err).Int16("api_key", req.msg.Key()).Int16("version", req.msg.GetVersion()).Msg(failedRequest)
 		}
 		return frame{}
 	}

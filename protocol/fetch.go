@@ -21,5 +21,40 @@ import (
 func init() { register(kmsg.Fetch, 4, 12, handleFetch) }
 
 func handleFetch(ctx context.Context, c *conn, req *kmsg.FetchRequest) (kmsg.Response, error) {
+	collapseDuplicatePartitions(req)
 	return c.s.reader.Serve(ctx, c.s.reg, req), nil
+}
+
+// collapseDuplicatePartitions keeps the first mention of each
+// topic-partition of req, merging the partitions of a topic named twice:
+// Kafka answers each topic-partition once, and without this one Fetch
+// naming partition 0 10,000 times was answered with its batches up to the
+// response limit (57.7 MB) instead of once.
+func collapseDuplicatePartitions(req *kmsg.FetchRequest) {
+	type tp struct {
+		topic     string
+		partition int32
+	}
+	seen := map[tp]bool{}
+	topicAt := map[string]int{}
+	topics := req.Topics[:0]
+	for _, rt := range req.Topics {
+		parts := rt.Partitions[:0]
+		for _, rp := range rt.Partitions {
+			k := tp{rt.Topic, rp.Partition}
+			if !seen[k] {
+				seen[k] = true
+				parts = append(parts, rp)
+			}
+		}
+		rt.Partitions = parts
+		// Topic ids (v13+) are not spoken here: the name identifies it.
+		if i, ok := topicAt[rt.Topic]; ok {
+			topics[i].Partitions = append(topics[i].Partitions, rt.Partitions...)
+			continue
+		}
+		topicAt[rt.Topic] = len(topics)
+		topics = append(topics, rt)
+	}
+	req.Topics = topics
 }

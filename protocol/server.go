@@ -42,7 +42,37 @@ type Config struct {
 	// Pins says what holds a topic's history (DescribeConfigs'
 	// lakegw.pinned-by); nil leaves that entry out.
 	Pins PinReporter
+	// MaxConnections bounds the open client connections (Kafka's
+	// max.connections); connections past it are closed at once. 0: the
+	// open-file limit less a reserve for the gateway's own files
+	// (defaultMaxConnections); negative: unlimited.
+	MaxConnections int
+	// MaxConnectionsPerIP bounds the open connections from one client
+	// address (Kafka's max.connections.per.ip); 0 or less: unlimited.
+	MaxConnectionsPerIP int
+	// ConnectionsMaxIdle closes a connection that sent nothing for this
+	// long with no request in flight (Kafka's connections.max.idle.ms).
+	// 0: DefaultConnectionsMaxIdle; negative: never.
+	ConnectionsMaxIdle time.Duration
+	// FrameReadTimeout bounds the reading of one request frame from its
+	// first byte. 0: DefaultFrameReadTimeout; negative: unbounded.
+	FrameReadTimeout time.Duration
 }
+
+// Defaults of Config, as Kafka's where Kafka has the setting.
+const (
+	// DefaultMaxRequestBytes: Kafka's socket.request.max.bytes is 100 MiB,
+	// but topics are read-only here: no request needs more than this.
+	DefaultMaxRequestBytes = 8 << 20
+	// DefaultMaxInflightBytes plays Kafka's queued.max.request.bytes
+	// (unbounded by default there).
+	DefaultMaxInflightBytes = 64 << 20
+	// DefaultConnectionsMaxIdle is Kafka's connections.max.idle.ms.
+	DefaultConnectionsMaxIdle = 10 * time.Minute
+	// DefaultFrameReadTimeout has no Kafka analog: a client on a working
+	// link sends a frame of DefaultMaxRequestBytes well within it.
+	DefaultFrameReadTimeout = 30 * time.Second
+)
 
 // Server is the Kafka protocol server.
 type Server struct {
@@ -60,16 +90,27 @@ type Server struct {
 	conns map[*conn]struct{}
 	wg    sync.WaitGroup
 
-	inflight *semaphore.Weighted
+	inflight   *semaphore.Weighted
+	limits     *connLimits
+	clientErrs *limitedLog
 }
 
 // NewServer returns a server; call Listen then Serve.
 func NewServer(cfg Config, reg *topics.Registry, reader *fetch.Reader, coord *groups.Coordinator, log zerolog.Logger) *Server {
 	if cfg.MaxRequestBytes <= 0 {
-		cfg.MaxRequestBytes = 8 << 20
+		cfg.MaxRequestBytes = DefaultMaxRequestBytes
 	}
 	if cfg.MaxInflightBytes <= 0 {
-		cfg.MaxInflightBytes = 64 << 20
+		cfg.MaxInflightBytes = DefaultMaxInflightBytes
+	}
+	if cfg.MaxConnections == 0 {
+		cfg.MaxConnections = defaultMaxConnections()
+	}
+	if cfg.ConnectionsMaxIdle == 0 {
+		cfg.ConnectionsMaxIdle = DefaultConnectionsMaxIdle
+	}
+	if cfg.FrameReadTimeout == 0 {
+		cfg.FrameReadTimeout = DefaultFrameReadTimeout
 	}
 	if cfg.MaxInflightPerConn <= 0 {
 		cfg.MaxInflightPerConn = 16
@@ -81,7 +122,9 @@ func NewServer(cfg Config, reg *topics.Registry, reader *fetch.Reader, coord *gr
 		cfg.WriteTimeout = 2 * time.Minute
 	}
 	return &Server{cfg: cfg, reg: reg, reader: reader, groups: coord, log: log, conns: map[*conn]struct{}{},
-		inflight: semaphore.NewWeighted(max(cfg.MaxInflightBytes, int64(cfg.MaxRequestBytes)))}
+		inflight:   semaphore.NewWeighted(max(cfg.MaxInflightBytes, int64(cfg.MaxRequestBytes))),
+		limits:     newConnLimits(max(cfg.MaxConnections, 0), max(cfg.MaxConnectionsPerIP, 0)),
+		clientErrs: newLimitedLog(time.Second)}
 }
 
 // Listen binds the listener.
@@ -108,32 +151,78 @@ func (s *Server) Listen() error {
 func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 
 // Serve accepts connections until ctx is done, then closes every
-// connection and waits for their goroutines.
+// connection and waits for their goroutines. A failed accept (out of file
+// descriptors) is retried after a growing pause, as net/http's Server
+// does, rather than end the gateway.
 func (s *Server) Serve(ctx context.Context) error {
 	stop := context.AfterFunc(ctx, func() { s.ln.Close() })
 	defer stop()
 	defer s.closeAll()
+	var pause time.Duration
 	for {
 		nc, err := s.ln.Accept()
 		if err != nil {
 			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
 				return nil
 			}
-			return fmt.Errorf("accept: %w", err)
+			if !isTemporary(err) {
+				return fmt.Errorf("accept: %w", err)
+			}
+			pause = acceptPause(pause)
+			s.clientErrs.warn(s.log, acceptFailed).Err(err).Dur("retry_in", pause).Msg(acceptFailed)
+			select {
+			case <-time.After(pause):
+			case <-ctx.Done():
+				return nil
+			}
+			continue
 		}
-		c := newConn(s, nc)
-		s.mu.Lock()
-		s.conns[c] = struct{}{}
-		s.mu.Unlock()
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			c.serve(ctx)
-			s.mu.Lock()
-			delete(s.conns, c)
-			s.mu.Unlock()
-		}()
+		pause = 0
+		s.start(ctx, nc)
 	}
+}
+
+// acceptFailed is the log line (and limitedLog kind) of a failed accept.
+const acceptFailed = "accepting a connection failed; retrying"
+
+// acceptPause is the pause after a failed accept that followed one of
+// last: 5 ms doubling up to 1 s, as net/http's Server waits.
+func acceptPause(last time.Duration) time.Duration {
+	if last == 0 {
+		return 5 * time.Millisecond
+	}
+	return min(2*last, time.Second)
+}
+
+// isTemporary says whether an accept error may pass (EMFILE, ENFILE,
+// ECONNABORTED...), as net/http decides it.
+func isTemporary(err error) bool {
+	var te interface{ Temporary() bool }
+	return errors.As(err, &te) && te.Temporary()
+}
+
+// start serves nc in a goroutine of its own, or closes it at once when a
+// connection limit is reached.
+func (s *Server) start(ctx context.Context, nc net.Conn) {
+	c := newConn(s, nc)
+	if refused := s.limits.admit(c.host); refused != "" {
+		nc.Close()
+		s.clientErrs.warn(c.log, refused).Int("max_connections", s.cfg.MaxConnections).
+			Int("max_connections_per_ip", s.cfg.MaxConnectionsPerIP).Msg(refused)
+		return
+	}
+	s.mu.Lock()
+	s.conns[c] = struct{}{}
+	s.mu.Unlock()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer s.limits.leave(c.host)
+		c.serve(ctx)
+		s.mu.Lock()
+		delete(s.conns, c)
+		s.mu.Unlock()
+	}()
 }
 
 func (s *Server) closeAll() {

@@ -67,7 +67,8 @@ func cmdServe(ctx context.Context, args []string, demo bool) error {
 	advertised := fs.String("advertised-listener", "", "host:port announced to clients (default: the listener address)")
 	pollInterval := fs.Duration("poll-interval", 200*time.Millisecond, "how often tables are checked for new snapshots")
 	listInterval := fs.Duration("list-interval", time.Second, "how often the catalog is listed for new tables")
-	maxRequest := fs.Int("max-request-bytes", 8<<20, "largest request frame accepted; larger ones close the connection (topics are read-only: no request needs more)")
+	maxRequest := fs.Int("max-request-bytes", protocol.DefaultMaxRequestBytes, "largest request frame accepted; larger ones close the connection (topics are read-only: no request needs more)")
+	netLimits := addNetLimitFlags(fs)
 	cacheBytes := fs.Int64("cache-bytes", 64<<20, "memory for the newest encoded record batches, shared by all consumers (older ones are read from --disk-cache-bytes through the page cache)")
 	diskCacheBytes := fs.Int64("disk-cache-bytes", 10<<30, "local disk for encoded record batches beyond --cache-bytes, served from the OS page cache (0: off)")
 	changesBytes := fs.Int64("changes-cache-bytes", 128<<20, "memory for derived snapshots being read (one larger snapshot may exceed it)")
@@ -143,8 +144,10 @@ func cmdServe(ctx context.Context, args []string, demo bool) error {
 		return err
 	}
 	defer coord.Close()
-	srv := protocol.NewServer(protocol.Config{Listen: *listen, Advertised: *advertised, MaxRequestBytes: int32(*maxRequest),
-		Pins: consumerPinReport(reg, coord)},
+	srvCfg := protocol.Config{Listen: *listen, Advertised: *advertised, MaxRequestBytes: int32(*maxRequest),
+		Pins: consumerPinReport(reg, coord)}
+	netLimits.apply(&srvCfg)
+	srv := protocol.NewServer(srvCfg,
 		reg, reader, coord, log.With().Str("component", "kafka").Logger())
 	if err := srv.Listen(); err != nil {
 		return err

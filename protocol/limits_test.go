@@ -1,0 +1,145 @@
+package protocol
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// A kind of client error is logged once per interval, and the next line
+// says how many were left out; every one is counted.
+func TestLimitedLogWritesOneLinePerIntervalAndCounts(t *testing.T) {
+	l := newLimitedLog(time.Second)
+	now := time.Unix(1000, 0)
+	l.now = func() time.Time { return now }
+	log := zerolog.New(io.Discard) // Nop gives nil events: nothing to tell apart
+	if l.warn(log, "bad frame") == nil {
+		t.Fatal("first event of a kind not logged")
+	}
+	for range 5 {
+		if l.warn(log, "bad frame") != nil {
+			t.Fatal("event within the interval logged")
+		}
+	}
+	if l.warn(log, "other kind") == nil {
+		t.Fatal("another kind is held back by the first")
+	}
+	now = now.Add(time.Second)
+	if l.warn(log, "bad frame") == nil {
+		t.Fatal("event after the interval not logged")
+	}
+	if k := l.kinds["bad frame"]; k.suppressed != 0 || k.total != 7 || l.count("bad frame") != 7 {
+		t.Fatalf("after 7 events: suppressed %d (want 0 once logged), total %d (want 7)", k.suppressed, k.total)
+	}
+}
+
+func TestConnLimitsAdmitWithinTotalAndPerIP(t *testing.T) {
+	l := newConnLimits(3, 2)
+	for i, tc := range []struct {
+		ip   string
+		want string
+	}{{"a", ""}, {"a", ""}, {"a", refusedMaxConnectionsPerIP}, {"b", ""}, {"c", refusedMaxConnections}} {
+		if got := l.admit(tc.ip); got != tc.want {
+			t.Fatalf("admit %d (%s) = %q, want %q", i, tc.ip, got, tc.want)
+		}
+	}
+	l.leave("a")
+	if got := l.admit("c"); got != "" {
+		t.Fatalf("a place given back is not taken again: %q", got)
+	}
+	if got := l.admit("a"); got != refusedMaxConnections {
+		t.Fatalf("admit past the total = %q", got)
+	}
+}
+
+func TestAcceptPauseGrowsToOneSecond(t *testing.T) {
+	var p time.Duration
+	var got []time.Duration
+	for range 10 {
+		p = acceptPause(p)
+		got = append(got, p)
+	}
+	if got[0] != 5*time.Millisecond || got[1] != 10*time.Millisecond || got[9] != time.Second {
+		t.Fatalf("pauses %v: want 5ms doubling up to 1s", got)
+	}
+}
+
+// Each topic-partition of a Fetch is answered once, whatever the request
+// repeats; the first mention's fields win.
+func TestFetchDuplicatePartitionsCollapse(t *testing.T) {
+	req := kmsg.NewPtrFetchRequest()
+	add := func(topic string, parts ...int32) {
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic = topic
+		for _, p := range parts {
+			rp := kmsg.NewFetchRequestTopicPartition()
+			rp.Partition, rp.FetchOffset = p, int64(len(req.Topics))
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		req.Topics = append(req.Topics, rt)
+	}
+	add("a", 0, 0, 1, 0)
+	add("b", 0)
+	add("a", 1, 2)
+	collapseDuplicatePartitions(req)
+	var got []string
+	for _, rt := range req.Topics {
+		for _, rp := range rt.Partitions {
+			got = append(got, rt.Topic+string(rune('0'+rp.Partition))+string(rune('0'+rp.FetchOffset)))
+		}
+	}
+	want := []string{"a00", "a10", "a22", "b01"}
+	if len(got) != len(want) {
+		t.Fatalf("partitions %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("partitions %v, want %v (topic, partition, offset of the first mention)", got, want)
+		}
+	}
+}
+
+// A frame's memory is taken as its bytes arrive: a client that announces
+// a large frame and sends one byte holds one read step of the budget, not
+// the frame's size, and is cut off at the frame read timeout.
+func TestFrameMemoryIsTakenAsBytesArrive(t *testing.T) {
+	s := NewServer(Config{MaxRequestBytes: 8 << 20, MaxInflightBytes: 8 << 20, FrameReadTimeout: 300 * time.Millisecond},
+		nil, nil, nil, zerolog.Nop())
+	client, server := net.Pipe()
+	defer client.Close()
+	c := newConn(s, server)
+	defer server.Close()
+	go func() {
+		_, _ = client.Write(append(binary.BigEndian.AppendUint32(nil, 8<<20), 1))
+	}()
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.readFrame(context.Background(), bufio.NewReader(server))
+		done <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	if !s.inflight.TryAcquire(7 << 20) {
+		t.Fatal("a frame of 8 MiB with 1 byte in holds more than 1 MiB of the request memory")
+	}
+	s.inflight.Release(7 << 20)
+	var ce *clientError
+	select {
+	case err := <-done:
+		if !errors.As(err, &ce) || ce.kind != slowFrame {
+			t.Fatalf("stalled frame ended with %v, want %q", err, slowFrame)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a stalled frame outlived the frame read timeout")
+	}
+	if !s.inflight.TryAcquire(8 << 20) {
+		t.Fatal("the stalled frame's memory was not given back")
+	}
+}
