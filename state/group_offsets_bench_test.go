@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 )
 
@@ -35,4 +36,28 @@ func BenchmarkSaveGroupOffsets(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkSaveGroupOffsetsConcurrent is many groups committing at once
+// (8 per CPU), one partition each: concurrent saves share a transaction.
+func BenchmarkSaveGroupOffsetsConcurrent(b *testing.B) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(b.TempDir(), "state.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	var next atomic.Int64
+	b.SetParallelism(8)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		o := GroupOffset{Group: fmt.Sprintf("bench-%d", next.Add(1)), Topic: "ns.t", LeaderEpoch: -1}
+		for pb.Next() {
+			o.Offset++
+			if err := s.SaveGroupOffsets(ctx, []GroupOffset{o}); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
 }

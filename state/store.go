@@ -13,7 +13,8 @@ import (
 
 // Store is the gateway's state store. It is safe for concurrent use.
 type Store struct {
-	db *sql.DB
+	db    *sql.DB
+	saves *offsetSaves // group commit of committed offsets
 }
 
 const schema = `
@@ -76,7 +77,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("migrate state store %s: %w", path, err)
 	}
-	return &Store{db: db}, nil
+	return &Store{db: db, saves: newOffsetSaves()}, nil
 }
 
 // Close closes the store.
