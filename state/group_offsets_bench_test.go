@@ -3,7 +3,6 @@ package state
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 )
@@ -16,11 +15,7 @@ func BenchmarkSaveGroupOffsets(b *testing.B) {
 	for _, parts := range []int{1, 16} {
 		b.Run(fmt.Sprintf("partitions=%d", parts), func(b *testing.B) {
 			ctx := context.Background()
-			s, err := Open(ctx, filepath.Join(b.TempDir(), "state.db"))
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Close()
+			s := openTestStore(b)
 			offs := make([]GroupOffset, parts)
 			for i := range offs {
 				offs[i] = GroupOffset{Group: "bench", Topic: "ns.t", Partition: int32(i), LeaderEpoch: -1}
@@ -42,11 +37,7 @@ func BenchmarkSaveGroupOffsets(b *testing.B) {
 // (8 per CPU), one partition each: concurrent saves share a transaction.
 func BenchmarkSaveGroupOffsetsConcurrent(b *testing.B) {
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(b.TempDir(), "state.db"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
+	s := openTestStore(b)
 	var next atomic.Int64
 	b.SetParallelism(8)
 	b.ResetTimer()

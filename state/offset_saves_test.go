@@ -3,7 +3,6 @@ package state
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"testing"
 )
@@ -13,11 +12,7 @@ import (
 // take fewer transactions than saves.
 func TestConcurrentSavesShareTransactions(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "state.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openTestStore(t)
 	var mu sync.Mutex
 	writes := 0
 	counting := func(ctx context.Context, offs []GroupOffset) error {

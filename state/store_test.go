@@ -11,11 +11,7 @@ import (
 // power loss must not take it back.
 func TestStoreSyncsEveryCommit(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "state.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openTestStore(t)
 	// Hold several connections at once so the pool cannot hand back the
 	// same one every time.
 	s.db.SetMaxIdleConns(4)
@@ -34,4 +30,16 @@ func TestStoreSyncsEveryCommit(t *testing.T) {
 			t.Fatalf("connection %d: synchronous=%d, want FULL (%d) or stronger", i, mode, fullSync)
 		}
 	}
+}
+
+// openTestStore opens a store in a fresh directory, closed when the test
+// ends.
+func openTestStore(tb testing.TB) *Store {
+	tb.Helper()
+	s, err := Open(context.Background(), filepath.Join(tb.TempDir(), "state.db"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { s.Close() })
+	return s
 }
