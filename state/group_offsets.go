@@ -36,9 +36,20 @@ func (s *Store) GroupOffsets(ctx context.Context) ([]GroupOffset, error) {
 	return out, rows.Err()
 }
 
-// SaveGroupOffsets upserts committed offsets in one transaction.
+// SaveGroupOffsets upserts committed offsets; when it returns nil they
+// are durable (the store syncs every commit). Concurrent calls share one
+// transaction and so one sync (group commit, offset_saves.go): each is
+// answered once the transaction holding it committed.
 func (s *Store) SaveGroupOffsets(ctx context.Context, offs []GroupOffset) error {
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	if err := s.saves.save(ctx, offs, s.writeGroupOffsets); err != nil {
+		return fmt.Errorf("save group offsets: %w", err)
+	}
+	return nil
+}
+
+// writeGroupOffsets upserts offs in one transaction, in order.
+func (s *Store) writeGroupOffsets(ctx context.Context, offs []GroupOffset) error {
+	return s.inTx(ctx, func(tx *sql.Tx) error {
 		stmt, err := tx.PrepareContext(ctx,
 			`INSERT INTO group_offsets(group_id, topic, partition, offset, leader_epoch, metadata, commit_ms) VALUES(?,?,?,?,?,?,?)
 			 ON CONFLICT(group_id, topic, partition) DO UPDATE SET offset=excluded.offset,
@@ -54,10 +65,6 @@ func (s *Store) SaveGroupOffsets(ctx context.Context, offs []GroupOffset) error 
 		}
 		return nil
 	})
-	if err != nil {
-		return fmt.Errorf("save group offsets: %w", err)
-	}
-	return nil
 }
 
 // DeleteGroupOffsets removes every committed offset of group (their

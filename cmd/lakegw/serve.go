@@ -82,6 +82,7 @@ func cmdServe(ctx context.Context, args []string, demo bool) error {
 	maintainEvery := fs.Duration("maintain-interval", time.Minute, "how often served tables lakegw maintains (LSM tables, lakegw.maintenance.enabled=true) get a maintenance pass (0: never)")
 	debugListen := fs.String("debug-listen", "", "host:port serving Go profiles at /debug/pprof/ (default: off)")
 	offsetsRetention := addOffsetsRetentionFlag(fs)
+	groupLimits := addGroupLimitFlags(fs)
 	if err := parseConfig(fs, args); err != nil {
 		return err
 	}
@@ -133,13 +134,15 @@ func cmdServe(ctx context.Context, args []string, demo bool) error {
 		return err
 	}
 	defer reader.Close()
-	coord := groups.New(protocol.GroupOffsetStore{Store: store}, log, groups.Options{
+	groupOpts := groups.Options{
 		TopicExists: func(topic string, p int32) bool {
 			t, ok := reg.Topic(topic)
 			return ok && p >= 0 && p < t.Index.Partitions()
 		},
 		OffsetsRetention: *offsetsRetention,
-	})
+	}
+	groupLimits.apply(&groupOpts)
+	coord := groups.New(protocol.GroupOffsetStore{Store: store}, log, groupOpts)
 	if err := coord.Open(ctx); err != nil {
 		return err
 	}

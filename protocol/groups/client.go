@@ -13,9 +13,11 @@ type clientInfo struct {
 // WithClient returns ctx carrying the client id (from the request header)
 // and host (the remote address) of the connection a request came on.
 // JoinGroup records them for DescribeGroups and builds member ids from the
-// client id, as Kafka does; without them both are empty.
+// client id, as Kafka does; without them both are empty. A client id is
+// kept to its first maxIDBytes bytes; the host counts pending member ids
+// (MaxPendingPerClient).
 func WithClient(ctx context.Context, clientID, host string) context.Context {
-	return context.WithValue(ctx, clientKey{}, clientInfo{id: clientID, host: host})
+	return context.WithValue(ctx, clientKey{}, clientInfo{id: boundedClientID(clientID), host: host})
 }
 
 func clientFrom(ctx context.Context) clientInfo {

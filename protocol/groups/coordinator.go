@@ -17,7 +17,17 @@ import (
 const (
 	defaultMinSessionTimeout = 6 * time.Second  // group.min.session.timeout.ms
 	defaultMaxSessionTimeout = 30 * time.Minute // group.max.session.timeout.ms
-	defaultMaxMetadataBytes  = 4096             // offset.metadata.max.bytes
+
+	// DefaultMaxMetadataBytes is offset.metadata.max.bytes.
+	DefaultMaxMetadataBytes = 4096
+
+	// Kafka leaves these unlimited (group.max.size is Int.MaxValue); a
+	// gateway open to any client cannot, so they are the bounds of memory
+	// and state store a client can claim (limits.go, pending.go).
+	DefaultMaxGroupSize         = 1000
+	DefaultMaxGroups            = 10000
+	DefaultMaxPendingPerClient  = 100
+	defaultPendingMemberTimeout = 10 * time.Second
 
 	// DefaultOffsetsRetention is offsets.retention.minutes.
 	DefaultOffsetsRetention      = 7 * 24 * time.Hour
@@ -43,9 +53,28 @@ type Options struct {
 	// here completes the first rebalance as soon as every member joined.
 	InitialRebalanceDelay time.Duration
 
-	// MaxGroupSize caps the members of one group (GROUP_MAX_SIZE_REACHED).
-	// Zero means unlimited.
+	// MaxGroupSize caps the members of one group, pending member ids
+	// included (Kafka's group.max.size; GROUP_MAX_SIZE_REACHED). Zero means
+	// 1000; negative unlimited.
 	MaxGroupSize int
+
+	// MaxGroups caps the groups the coordinator keeps membership state
+	// for, and separately the groups with committed offsets: a JoinGroup
+	// or OffsetCommit that would add one more is answered
+	// COORDINATOR_NOT_AVAILABLE (retriable; room is made as groups empty
+	// and offsets expire). Groups already known are unaffected. Zero means
+	// 10,000; negative unlimited.
+	MaxGroups int
+
+	// MaxPendingPerClient caps the member ids handed out with
+	// MEMBER_ID_REQUIRED and not joined with yet, per client host; past it
+	// a new member's JoinGroup is answered COORDINATOR_NOT_AVAILABLE. Zero
+	// means 100; negative unlimited.
+	MaxPendingPerClient int
+
+	// PendingMemberTimeout is how long a pending member id lives at most
+	// (less when the session timeout is shorter). Zero means 10s.
+	PendingMemberTimeout time.Duration
 
 	// MaxMetadataBytes caps the metadata string of a commit
 	// (OFFSET_METADATA_TOO_LARGE). Zero means 4096, as Kafka.
@@ -75,8 +104,14 @@ func (o Options) withDefaults() Options {
 	if o.MaxSessionTimeout <= 0 {
 		o.MaxSessionTimeout = defaultMaxSessionTimeout
 	}
+	o.MaxGroupSize = limitOrDefault(o.MaxGroupSize, DefaultMaxGroupSize)
+	o.MaxGroups = limitOrDefault(o.MaxGroups, DefaultMaxGroups)
+	o.MaxPendingPerClient = limitOrDefault(o.MaxPendingPerClient, DefaultMaxPendingPerClient)
+	if o.PendingMemberTimeout <= 0 {
+		o.PendingMemberTimeout = defaultPendingMemberTimeout
+	}
 	if o.MaxMetadataBytes <= 0 {
-		o.MaxMetadataBytes = defaultMaxMetadataBytes
+		o.MaxMetadataBytes = DefaultMaxMetadataBytes
 	}
 	if o.OffsetsRetention == 0 {
 		o.OffsetsRetention = DefaultOffsetsRetention
@@ -111,9 +146,12 @@ type Coordinator struct {
 
 	status atomic.Int32
 
-	mu       sync.Mutex
-	groups   map[string]*group
-	nextWake time.Time // when the timer loop is due to run; zero when idle
+	mu     sync.Mutex
+	groups map[string]*group
+	// pendingByHost counts the pending member ids of each client host
+	// (pending.go).
+	pendingByHost map[string]int
+	nextWake      time.Time // when the timer loop is due to run; zero when idle
 
 	offsets *offsetTable
 
@@ -131,15 +169,18 @@ type Coordinator struct {
 // coordinator answers COORDINATOR_LOAD_IN_PROGRESS until Open has loaded
 // the committed offsets; Close must be called to stop its timer goroutine.
 func New(store OffsetStore, log zerolog.Logger, opts Options) *Coordinator {
+	opts = opts.withDefaults()
 	c := &Coordinator{
 		store:   store,
 		log:     log.With().Str("component", "groups").Logger(),
-		opts:    opts.withDefaults(),
+		opts:    opts,
 		groups:  make(map[string]*group),
-		offsets: newOffsetTable(),
-		wake:    make(chan struct{}, 1),
-		quit:    make(chan struct{}),
-		done:    make(chan struct{}),
+		offsets: newOffsetTable(opts.MaxGroups),
+
+		pendingByHost: make(map[string]int),
+		wake:          make(chan struct{}, 1),
+		quit:          make(chan struct{}),
+		done:          make(chan struct{}),
 
 		expiryDone: make(chan struct{}),
 	}
@@ -263,11 +304,11 @@ func (c *Coordinator) schedule(d time.Time) {
 	}
 }
 
-// group returns the group named name, creating it when create is set.
-// Called with c.mu held.
+// group returns the group named name, creating it when create is set
+// and MaxGroups leaves room: nil otherwise. Called with c.mu held.
 func (c *Coordinator) group(name string, create bool) *group {
 	g := c.groups[name]
-	if g == nil && create {
+	if g == nil && create && !atLimit(len(c.groups), c.opts.MaxGroups) {
 		g = newGroup(c, name)
 		c.groups[name] = g
 	}

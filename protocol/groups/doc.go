@@ -25,4 +25,13 @@
 // stopped by Close, expires the offsets of groups left empty longer than
 // Options.OffsetsRetention (offset_expiry.go), so dead groups stop pinning
 // table history; CommittedOffsets tells the gateway what the rest pin.
+//
+// Bounds. Whatever a client sends, what the coordinator keeps is bounded
+// (limits.go, pending.go): ids of at most 249 bytes, Options.MaxGroupSize
+// members a group, Options.MaxGroups groups with members and as many with
+// committed offsets, Options.MaxPendingPerClient pending member ids per
+// client host (each lapsing within Options.PendingMemberTimeout), offsets
+// only for partitions the gateway serves, metadata of at most
+// Options.MaxMetadataBytes. Each refusal carries the Kafka error code a
+// client knows how to handle.
 package groups

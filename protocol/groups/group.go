@@ -53,8 +53,8 @@ type group struct {
 	static  map[string]string // group instance id -> member id
 
 	// pending holds member ids handed out with MEMBER_ID_REQUIRED (JoinGroup
-	// v4+) that have not joined with them yet, and when they lapse.
-	pending map[string]time.Time
+	// v4+) that have not joined with them yet (pending.go).
+	pending map[string]pendingMember
 
 	// joinDeadline ends PreparingRebalance even if not every member
 	// rejoined; initialDelay is set while it is the initial rebalance delay
@@ -75,7 +75,7 @@ func newGroup(c *Coordinator, name string) *group {
 		name:    name,
 		members: make(map[string]*member),
 		static:  make(map[string]string),
-		pending: make(map[string]time.Time),
+		pending: make(map[string]pendingMember),
 	}
 }
 

@@ -47,7 +47,7 @@ func (c *Coordinator) join(ctx context.Context, req *kmsg.JoinGroupRequest, now 
 	if code := c.statusCode(); code != 0 {
 		return fail(code)
 	}
-	if req.Group == "" {
+	if !validGroupID(req.Group) {
 		return fail(kerr.InvalidGroupID.Code)
 	}
 	session := time.Duration(req.SessionTimeoutMillis) * time.Millisecond
@@ -65,9 +65,16 @@ func (c *Coordinator) join(ctx context.Context, req *kmsg.JoinGroupRequest, now 
 	if req.Version < 5 {
 		instanceID = nil
 	}
+	if !validInstanceID(instanceID) {
+		return fail(kerr.InvalidRequest.Code)
+	}
 
 	g := c.group(req.Group, req.MemberID == "")
-	if g == nil {
+	switch {
+	case g == nil && req.MemberID == "":
+		// MaxGroups reached. Retriable: room is made as groups empty.
+		return fail(kerr.CoordinatorNotAvailable.Code)
+	case g == nil:
 		return fail(kerr.UnknownMemberID.Code)
 	}
 	j := joining{
@@ -103,8 +110,7 @@ func (j joining) fail(code int16, memberID string) (*kmsg.JoinGroupResponse, cha
 
 // full reports whether MaxGroupSize forbids another member.
 func (g *group) full() bool {
-	limit := g.c.opts.MaxGroupSize
-	return limit > 0 && len(g.members)+len(g.pending) >= limit
+	return atLimit(len(g.members)+len(g.pending), g.c.opts.MaxGroupSize)
 }
 
 // joinNew handles a join without a member id.
@@ -124,8 +130,11 @@ func (g *group) joinNew(j joining) (*kmsg.JoinGroupResponse, chan *kmsg.JoinGrou
 	if j.instance == nil && j.req.Version >= 4 {
 		// KIP-394: hand out the id first, so a client that retries a join
 		// whose answer it lost does not leave a ghost member behind.
-		g.pending[id] = j.now.Add(j.session)
-		g.c.schedule(g.pending[id])
+		if g.c.pendingFull(j.ci.host) {
+			// Retriable: the client asks again once its earlier ids lapsed.
+			return j.fail(kerr.CoordinatorNotAvailable.Code, "")
+		}
+		g.addPending(id, j.ci.host, j.now, j.session)
 		g.c.log.Debug().Str("group", g.name).Str("member", id).Msg("member id required")
 		return j.fail(kerr.MemberIDRequired.Code, id)
 	}
@@ -139,7 +148,7 @@ func (g *group) joinKnown(j joining) (*kmsg.JoinGroupResponse, chan *kmsg.JoinGr
 		if !g.supportsProtocols(j.req.ProtocolType, j.req.Protocols, "") {
 			return j.fail(kerr.InconsistentGroupProtocol.Code, id)
 		}
-		delete(g.pending, id)
+		g.takePending(id)
 		return g.addMember(id, j)
 	}
 	m, code := g.validateMember(id, j.instance)

@@ -73,8 +73,7 @@ func (c *Coordinator) leave(groupName string, leaving []kmsg.LeaveGroupRequestMe
 			}
 			id = cur
 		}
-		if _, ok := g.pending[id]; ok {
-			delete(g.pending, id)
+		if g.takePending(id) {
 			continue
 		}
 		m := g.members[id]

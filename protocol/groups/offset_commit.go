@@ -2,6 +2,7 @@ package groups
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -46,7 +47,7 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 	if code := c.statusCode(); code != 0 {
 		return setAll(code)
 	}
-	if req.Group == "" {
+	if !validGroupID(req.Group) {
 		return setAll(kerr.InvalidGroupID.Code)
 	}
 	now := time.Now()
@@ -97,8 +98,15 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 	}
 	if err := c.offsets.commit(ctx, c.store, req.Group, offs); err != nil {
 		// Retriable for the client: it commits again, as it would when a
-		// Kafka coordinator fails to append to __consumer_offsets.
-		c.log.Warn().Err(err).Str("group", req.Group).Int("partitions", len(offs)).Msg("offset commit failed")
+		// Kafka coordinator fails to append to __consumer_offsets, or
+		// once expiry made room for another group. Only a store failure
+		// is the gateway's news: refusals are a client's, and may come by
+		// the thousand.
+		ev := c.log.Warn()
+		if errors.Is(err, errTooManyGroups) {
+			ev = c.log.Debug()
+		}
+		ev.Err(err).Str("group", req.Group).Int("partitions", len(offs)).Msg("offset commit failed")
 		for _, s := range slots {
 			resp.Topics[s.t].Partitions[s.p].ErrorCode = kerr.CoordinatorNotAvailable.Code
 		}

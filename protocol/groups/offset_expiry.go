@@ -92,9 +92,12 @@ func (c *Coordinator) ExpireOffsets(ctx context.Context) ([]string, error) {
 // active before cutoff. It holds the group's commit semaphore throughout,
 // so no commit lands between the check and the removal.
 func (c *Coordinator) expireGroup(ctx context.Context, name string, cutoff int64) (bool, error) {
-	g, err := c.offsets.acquire(ctx, name)
+	g, err := c.offsets.acquire(ctx, name, false)
 	if err != nil {
 		return false, fmt.Errorf("expire offsets of group %q: %w", name, err)
+	}
+	if g == nil {
+		return false, nil // gone since it was listed
 	}
 	defer func() { <-g.sem }()
 

@@ -2,6 +2,7 @@ package groups
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -16,10 +17,18 @@ import (
 // store and the memory see a group's commits in the same order, a slow
 // save delays only that group's commits, and a waiting commit gives up
 // when its connection closes.
+//
+// At most maxGroups groups have an entry (Options.MaxGroups): a commit
+// that would add one more fails with errTooManyGroups.
 type offsetTable struct {
-	mu     sync.RWMutex
-	groups map[string]*groupOffsets
+	mu        sync.RWMutex
+	groups    map[string]*groupOffsets
+	maxGroups int // negative: unlimited
 }
+
+// errTooManyGroups refuses a commit that would add a group past
+// Options.MaxGroups.
+var errTooManyGroups = errors.New("too many groups with committed offsets")
 
 type groupOffsets struct {
 	sem   chan struct{}
@@ -30,8 +39,8 @@ type groupOffsets struct {
 	emptiedMs int64
 }
 
-func newOffsetTable() *offsetTable {
-	return &offsetTable{groups: make(map[string]*groupOffsets)}
+func newOffsetTable(maxGroups int) *offsetTable {
+	return &offsetTable{groups: make(map[string]*groupOffsets), maxGroups: maxGroups}
 }
 
 // load replaces the table with what the store returned.
@@ -45,7 +54,8 @@ func (t *offsetTable) load(offs []CommittedOffset) {
 }
 
 // entry returns the group's offsets, creating them. Called with mu held
-// for writing.
+// for writing. Loading from the store uses it directly: what is stored is
+// kept even past maxGroups (an older gateway may have stored more).
 func (t *offsetTable) entry(group string) *groupOffsets {
 	g := t.groups[group]
 	if g == nil {
@@ -68,7 +78,7 @@ func (g *groupOffsets) set(o CommittedOffset) {
 // durable, makes them visible to fetches. A nil store commits to memory
 // only.
 func (t *offsetTable) commit(ctx context.Context, store OffsetStore, group string, offs []CommittedOffset) error {
-	g, err := t.acquire(ctx, group)
+	g, err := t.acquire(ctx, group, true)
 	if err != nil {
 		return fmt.Errorf("commit offsets of group %q: %w", group, err)
 	}
@@ -76,6 +86,7 @@ func (t *offsetTable) commit(ctx context.Context, store OffsetStore, group strin
 
 	if store != nil {
 		if err := store.SaveOffsets(ctx, offs); err != nil {
+			t.dropIfEmpty(group, g)
 			return fmt.Errorf("save offsets of group %q: %w", group, err)
 		}
 	}
@@ -87,13 +98,26 @@ func (t *offsetTable) commit(ctx context.Context, store OffsetStore, group strin
 	return nil
 }
 
-// acquire returns the group's entry, created if needed, holding its
-// semaphore. An entry that expiry dropped while we waited is not the
+// acquire returns the group's entry holding its semaphore. A missing
+// entry is created when create is set and maxGroups leaves room
+// (errTooManyGroups otherwise); without create, a missing entry is
+// (nil, nil). An entry that expiry dropped while we waited is not the
 // group's any more: writing into it would lose the commit, so try again.
-func (t *offsetTable) acquire(ctx context.Context, group string) (*groupOffsets, error) {
+func (t *offsetTable) acquire(ctx context.Context, group string, create bool) (*groupOffsets, error) {
 	for {
 		t.mu.Lock()
-		g := t.entry(group)
+		g := t.groups[group]
+		switch {
+		case g != nil:
+		case !create:
+			t.mu.Unlock()
+			return nil, nil
+		case atLimit(len(t.groups), t.maxGroups):
+			t.mu.Unlock()
+			return nil, errTooManyGroups
+		default:
+			g = t.entry(group)
+		}
 		t.mu.Unlock()
 		select {
 		case g.sem <- struct{}{}:
@@ -107,6 +131,17 @@ func (t *offsetTable) acquire(ctx context.Context, group string) (*groupOffsets,
 			return g, nil
 		}
 		<-g.sem
+	}
+}
+
+// dropIfEmpty removes g, the entry of group, when it holds no offset (a
+// first commit whose save failed), so it does not count against
+// maxGroups. Called holding g's semaphore.
+func (t *offsetTable) dropIfEmpty(group string, g *groupOffsets) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(g.parts) == 0 && t.groups[group] == g {
+		delete(t.groups, group)
 	}
 }
 

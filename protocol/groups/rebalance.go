@@ -149,13 +149,7 @@ func (g *group) completeJoin() {
 
 // expire applies the deadlines that have passed at now.
 func (g *group) expire(now time.Time) {
-	pendingLapsed := false
-	for id, until := range g.pending {
-		if !now.Before(until) {
-			delete(g.pending, id)
-			pendingLapsed = true
-		}
-	}
+	pendingLapsed := g.expirePending(now)
 
 	expired := false
 	for _, m := range g.members {
@@ -201,8 +195,8 @@ func (g *group) nextDeadline() time.Time {
 			next = t
 		}
 	}
-	for _, until := range g.pending {
-		consider(until)
+	for _, p := range g.pending {
+		consider(p.until)
 	}
 	for _, m := range g.members {
 		if !m.awaiting() {

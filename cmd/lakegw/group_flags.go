@@ -1,0 +1,49 @@
+package main
+
+import (
+	"flag"
+
+	"github.com/lakegw/lakegw/protocol/groups"
+)
+
+// groupLimitFlags are serve's bounds on what clients may make the group
+// coordinator keep (issue #12): members, groups, pending member ids and
+// offset metadata. Kafka leaves most of them unlimited; a gateway any
+// client can reach cannot.
+type groupLimitFlags struct {
+	maxSize          *int
+	maxCount         *int
+	maxPending       *int
+	maxMetadataBytes *int
+}
+
+func addGroupLimitFlags(fs *flag.FlagSet) *groupLimitFlags {
+	return &groupLimitFlags{
+		maxSize: fs.Int("group-max-size", groups.DefaultMaxGroupSize,
+			"most members of one consumer group, pending member ids included (Kafka's group.max.size); more get GROUP_MAX_SIZE_REACHED (0 or less: unlimited)"),
+		maxCount: fs.Int("group-max-count", groups.DefaultMaxGroups,
+			"most consumer groups with members, and separately with committed offsets; a new group past it gets COORDINATOR_NOT_AVAILABLE until one empties or its offsets expire (0 or less: unlimited)"),
+		maxPending: fs.Int("group-max-pending-per-client", groups.DefaultMaxPendingPerClient,
+			"most member ids one client host may hold from JoinGroup's MEMBER_ID_REQUIRED without joining with them (they lapse within 10s); more get COORDINATOR_NOT_AVAILABLE (0 or less: unlimited)"),
+		maxMetadataBytes: fs.Int("offset-metadata-max-bytes", groups.DefaultMaxMetadataBytes,
+			"largest metadata string of a committed offset (Kafka's offset.metadata.max.bytes); larger gets OFFSET_METADATA_TOO_LARGE (0: 4096)"),
+	}
+}
+
+// apply sets the limits on opts.
+func (f *groupLimitFlags) apply(opts *groups.Options) {
+	opts.MaxGroupSize = unlimitedUnlessPositive(*f.maxSize)
+	opts.MaxGroups = unlimitedUnlessPositive(*f.maxCount)
+	opts.MaxPendingPerClient = unlimitedUnlessPositive(*f.maxPending)
+	opts.MaxMetadataBytes = *f.maxMetadataBytes
+}
+
+// unlimitedUnlessPositive maps a count flag, where 0 or less means
+// unlimited, to groups.Options, where 0 means the default and a negative
+// count unlimited.
+func unlimitedUnlessPositive(n int) int {
+	if n <= 0 {
+		return -1
+	}
+	return n
+}
