@@ -78,7 +78,8 @@ func newDiskCache(dir string, maxBytes int64, log zerolog.Logger) (*diskCache, e
 	if err := os.RemoveAll(dir); err != nil {
 		return nil, fmt.Errorf("batch disk cache %s: %w", dir, err)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	// Encoded table rows: owner only, as the state store.
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("batch disk cache %s: %w", dir, err)
 	}
 	seg := min(max(maxBytes/16, 1<<20), 64<<20)
@@ -181,7 +182,7 @@ func (d *diskCache) current() *diskSegment {
 func (d *diskCache) rotate() (*diskSegment, error) {
 	name := filepath.Join(d.dir, fmt.Sprintf("%08d.batches", d.nextID))
 	d.nextID++
-	f, err := os.OpenFile(name, os.O_CREATE|os.O_RDWR|os.O_TRUNC, 0o644)
+	f, err := os.OpenFile(name, os.O_CREATE|os.O_RDWR|os.O_TRUNC, 0o600)
 	if err != nil {
 		return nil, err
 	}

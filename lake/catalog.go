@@ -28,7 +28,9 @@ func EmbeddedProps(dataDir string) (iceberg.Properties, error) {
 		return nil, fmt.Errorf("data dir %s: %w", dataDir, err)
 	}
 	warehouse := filepath.Join(abs, "warehouse")
-	if err := os.MkdirAll(warehouse, 0o755); err != nil {
+	// The data dir and warehouse are created owner-only, as everything
+	// lakegw creates: they hold table rows.
+	if err := os.MkdirAll(warehouse, 0o700); err != nil {
 		return nil, fmt.Errorf("create warehouse %s: %w", warehouse, err)
 	}
 	return iceberg.Properties{

@@ -13,7 +13,11 @@ import (
 // fixtures) are opened; catalog tables go through the catalog.
 func OpenTableAt(ctx context.Context, ident table.Identifier, metadataLocation string, props map[string]string, remaps []Remap) (*table.Table, error) {
 	fsF := func(ctx context.Context) (icebergio.IO, error) {
-		inner, err := icebergio.LoadFS(ctx, props, applyRemaps(remaps, metadataLocation))
+		mapped, err := applyRemaps(remaps, metadataLocation)
+		if err != nil {
+			return nil, err
+		}
+		inner, err := icebergio.LoadFS(ctx, props, mapped)
 		if err != nil {
 			return nil, fmt.Errorf("file IO for %s: %w", metadataLocation, err)
 		}

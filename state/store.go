@@ -55,8 +55,12 @@ CREATE TABLE IF NOT EXISTS registered_tables (
 
 // Open opens (creating if needed) the state store at path.
 func Open(ctx context.Context, path string) (*Store, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	// Group offsets and the index are the gateway's alone: owner only.
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("state store directory: %w", err)
+	}
+	if err := createPrivate(path); err != nil {
+		return nil, err
 	}
 	// WAL lets the fetch path read while an index append commits; the busy
 	// timeout covers the CLI writing registrations while a server runs.
@@ -78,6 +82,21 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, fmt.Errorf("migrate state store %s: %w", path, err)
 	}
 	return &Store{db: db, saves: newOffsetSaves()}, nil
+}
+
+// createPrivate creates the database file with mode 0600 when it does not
+// exist yet. SQLite would create it 0644, and gives its -wal and -shm files
+// the mode of the database file, so this one mode covers all three. An
+// existing file keeps its mode.
+func createPrivate(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("create state store %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("create state store %s: %w", path, err)
+	}
+	return nil
 }
 
 // Close closes the store.

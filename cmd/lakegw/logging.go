@@ -9,16 +9,19 @@ import (
 	"github.com/rs/zerolog"
 )
 
-func newLogger(level, format string) (zerolog.Logger, error) {
+// newLogger returns the process's logger on stderr, with the secrets of the
+// catalog properties scrubbed from every line.
+func newLogger(level, format string, secrets scrubber) (zerolog.Logger, error) {
 	lvl, err := zerolog.ParseLevel(level)
 	if err != nil {
 		return zerolog.Nop(), fmt.Errorf("log level %q: %w", level, err)
 	}
-	var w io.Writer = os.Stderr
+	out := secrets.writer(os.Stderr)
+	var w io.Writer = out
 	switch format {
 	case "json":
 	case "console":
-		w = zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: time.RFC3339}
+		w = zerolog.ConsoleWriter{Out: out, TimeFormat: time.RFC3339}
 	default:
 		return zerolog.Nop(), fmt.Errorf("log format %q: want json or console", format)
 	}

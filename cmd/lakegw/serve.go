@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -23,6 +24,10 @@ import (
 	"github.com/lakegw/lakegw/topics"
 )
 
+// catalogPropFlag names the flag whose values may hold credentials: the
+// debug listener's cmdline redacts them.
+const catalogPropFlag = "catalog-prop"
+
 // commonFlags are the flags of every command that opens the data directory
 // and the catalog.
 type commonFlags struct {
@@ -38,7 +43,7 @@ func addCommonFlags(fs *flag.FlagSet) *commonFlags {
 		logLevel:  fs.String("log-level", "info", "log level: debug, info, warn, error"),
 		logFormat: fs.String("log-format", "console", "log format: console or json"),
 	}
-	fs.Var(&c.catalogProps, "catalog-prop", "iceberg-go catalog property KEY=VALUE (repeatable; e.g. type=rest, uri=http://...); none = the embedded SQLite catalog")
+	fs.Var(&c.catalogProps, catalogPropFlag, "iceberg-go catalog property KEY=VALUE (repeatable; e.g. type=rest, uri=http://...); none = the embedded SQLite catalog")
 	return c
 }
 
@@ -56,7 +61,7 @@ func (c *commonFlags) props() (iceberg.Properties, error) {
 
 func (c *commonFlags) statePath() string { return filepath.Join(*c.dataDir, "state.db") }
 
-func cmdServe(ctx context.Context, args []string, demo bool) error {
+func cmdServe(ctx context.Context, args []string, demo bool) (err error) {
 	name := "serve"
 	if demo {
 		name = "quickstart"
@@ -80,24 +85,41 @@ func cmdServe(ctx context.Context, args []string, demo bool) error {
 	demoEvery := fs.Duration("demo-interval", time.Second, "quickstart only: how often the demo table commits")
 	compactEvery := fs.Duration("compact-interval", 30*time.Second, "how often served lakegw LSM tables are compacted in the background (0: never)")
 	maintainEvery := fs.Duration("maintain-interval", time.Minute, "how often served tables lakegw maintains (LSM tables, lakegw.maintenance.enabled=true) get a maintenance pass (0: never)")
-	debugListen := fs.String("debug-listen", "", "host:port serving Go profiles at /debug/pprof/ (default: off)")
+	debugListen := fs.String("debug-listen", "", "host:port serving Go profiles at /debug/pprof/ (default: off; a non-loopback address needs --debug-listen-public)")
+	debugPublic := fs.Bool("debug-listen-public", false, "allow --debug-listen on an address other hosts can reach (profiles expose the process's internals)")
 	offsetsRetention := addOffsetsRetentionFlag(fs)
 	groupLimits := addGroupLimitFlags(fs)
 	if err := parseConfig(fs, args); err != nil {
-		return err
-	}
-	log, err := newLogger(*common.logLevel, *common.logFormat)
-	if err != nil {
 		return err
 	}
 	props, err := common.props()
 	if err != nil {
 		return err
 	}
+	secrets := newScrubber(props)
+	// Whatever fails below may quote a credential (a catalog client's error).
+	defer func() { err = secrets.err(err) }()
+	log, err := newLogger(*common.logLevel, *common.logFormat, secrets)
+	if err != nil {
+		return err
+	}
 	if demo && len(props) > 0 {
 		return errors.New("quickstart runs on the embedded default; use serve with --catalog-prop")
 	}
+	if *debugListen != "" {
+		if err := checkDebugListen(*debugListen, *debugPublic); err != nil {
+			return err
+		}
+	}
+	if len(props) > 0 {
+		log.Info().Interface("catalog_props", lake.RedactedProps(props)).Msg("catalog properties")
+	}
 
+	lock, err := lockDataDir(*common.dataDir)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, lock.release()) }()
 	store, err := state.Open(ctx, common.statePath())
 	if err != nil {
 		return err
@@ -173,7 +195,7 @@ func cmdServe(ctx context.Context, args []string, demo bool) error {
 	var debug func(context.Context) error
 	if *debugListen != "" {
 		debug = func(ctx context.Context) error {
-			return runDebugListener(ctx, *debugListen, log.With().Str("component", "debug").Logger())
+			return runDebugListener(ctx, *debugListen, redactCmdline(os.Args, secrets), log.With().Str("component", "debug").Logger())
 		}
 	}
 	return runAll(ctx, log, reg, srv, demoWriter, *demoEvery, compactor, maintainer, debug)

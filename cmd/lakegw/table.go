@@ -45,13 +45,23 @@ func cmdTableRegister(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	// Stored absolute: the server reading the registration need not run in
+	// this command's working directory.
+	metaLoc, err := lake.AbsLocation(pos[1])
+	if err != nil {
+		return err
+	}
 	var rms []lake.Remap
+	var stored []string
 	for _, r := range remaps {
 		rm, err := lake.ParseRemap(r)
 		if err != nil {
 			return err
 		}
-		rms = append(rms, rm)
+		if rm, err = rm.Absolute(); err != nil {
+			return err
+		}
+		rms, stored = append(rms, rm), append(stored, rm.String())
 	}
 	props, err := common.props()
 	if err != nil {
@@ -59,16 +69,19 @@ func cmdTableRegister(ctx context.Context, args []string) error {
 	}
 	// Open it now: a registration that cannot be read is refused at once,
 	// with the reason, instead of failing later inside the server.
-	tbl, err := lake.OpenTableAt(ctx, ident, pos[1], props, rms)
+	tbl, err := lake.OpenTableAt(ctx, ident, metaLoc, props, rms)
 	if err != nil {
 		return err
 	}
+	// No data dir lock here: a registration is one SQLite transaction that a
+	// running gateway picks up at its next listing, which is how tables are
+	// added to (or re-registered on) a live server.
 	store, err := state.Open(ctx, common.statePath())
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	if err := store.RegisterTable(ctx, state.RegisteredTable{Ident: lake.TopicName(ident), MetadataLocation: pos[1], Remaps: remaps}); err != nil {
+	if err := store.RegisterTable(ctx, state.RegisteredTable{Ident: lake.TopicName(ident), MetadataLocation: metaLoc, Remaps: stored}); err != nil {
 		return err
 	}
 	fmt.Fprintf(os.Stdout, "registered %s (%d snapshots) as topic %s\n", lake.TopicName(ident), len(tbl.Metadata().Snapshots()), lake.TopicName(ident))
