@@ -122,7 +122,9 @@ func TestRebalanceOnMemberJoin(t *testing.T) {
 
 func TestRebalanceOnSessionTimeout(t *testing.T) {
 	c := newOpened(t, nil, testOpts())
-	opts := []joinOpt{withSession(300 * time.Millisecond), withRebalance(2 * time.Second)}
+	// A session long enough that a's heartbeats every 50 ms keep it alive
+	// on a loaded machine (-race, CI), short enough to expire b's soon.
+	opts := []joinOpt{withSession(time.Second), withRebalance(2 * time.Second)}
 
 	a, gen := stableSolo(t, c, "g", opts...)
 	b, bJoin := joinOne(t, c, "g", opts...)
@@ -137,7 +139,7 @@ func TestRebalanceOnSessionTimeout(t *testing.T) {
 
 	// a keeps heartbeating, b goes silent: b's session expires and a is
 	// told to rebalance.
-	deadline := time.Now().Add(3 * time.Second)
+	deadline := time.Now().Add(6 * time.Second)
 	for {
 		code := heartbeat(c, "g", a, gen)
 		if code == kerr.RebalanceInProgress.Code {
