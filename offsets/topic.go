@@ -39,6 +39,10 @@ type Snapshot struct {
 // same snapshots in the same order. Safe for concurrent use.
 type Topic struct {
 	store *state.Store
+	// name and partitions never change after Open; kept outside st, which
+	// mutators replace under mu, so that reading them takes no lock.
+	name       string
+	partitions int32
 
 	mu    sync.RWMutex
 	st    state.TopicState
@@ -58,7 +62,7 @@ func Open(ctx context.Context, store *state.Store, topic, tableUUID string, part
 	if err != nil {
 		return nil, err
 	}
-	t := &Topic{store: store}
+	t := &Topic{store: store, name: topic, partitions: partitions}
 	if found && st.TableUUID == tableUUID && st.Partitions == partitions && len(st.Epochs) == int(partitions) {
 		t.st = st
 		t.parts = make([][]Segment, partitions)
@@ -129,10 +133,10 @@ func (t *Topic) checkConsistent() error {
 }
 
 // Name is the topic name.
-func (t *Topic) Name() string { return t.st.Topic }
+func (t *Topic) Name() string { return t.name }
 
 // Partitions is the number of partitions.
-func (t *Topic) Partitions() int32 { return t.st.Partitions }
+func (t *Topic) Partitions() int32 { return t.partitions }
 
 // Snapshots returns the indexed snapshots, in offset order.
 func (t *Topic) Snapshots() []Snapshot {

@@ -1,0 +1,63 @@
+package offsets
+
+import (
+	"context"
+	"sync"
+	"testing"
+)
+
+// TestPartitionsAndNameDuringRewrites reads the topic's fixed facts while
+// Truncate, CompactPrefix and ResetToPrefix replace its state (issue 12,
+// row 9): under -race, a read of the state they assign fails the test.
+func TestPartitionsAndNameDuringRewrites(t *testing.T) {
+	ctx := context.Background()
+	store := openStore(t, t.TempDir())
+	defer store.Close()
+	tp, err := Open(ctx, store, "ns.t", "uuid-1", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if n := tp.Partitions(); n != 2 {
+				t.Errorf("Partitions = %d, want 2", n)
+				return
+			}
+			if name := tp.Name(); name != "ns.t" {
+				t.Errorf("Name = %q", name)
+				return
+			}
+		}
+	}()
+	id := int64(0)
+	next := func() Snapshot {
+		id++
+		return Snapshot{SnapshotID: id, SequenceNumber: id, TimestampMs: id, Counts: []int64{2, 1}}
+	}
+	for i := 0; i < 20; i++ {
+		if err := tp.Append(ctx, []Snapshot{next(), next(), next()}); err != nil {
+			t.Fatal(err)
+		}
+		if err := tp.Truncate(ctx, tp.Len()-1); err != nil {
+			t.Fatal(err)
+		}
+		if err := tp.CompactPrefix(ctx, 0, []int64{1, 1}); err != nil {
+			t.Fatal(err)
+		}
+		s := next()
+		if err := tp.ResetToPrefix(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	wg.Wait()
+}
