@@ -11,33 +11,19 @@ import (
 // row 9): under -race, a read of the state they assign fails the test.
 func TestPartitionsAndNameDuringRewrites(t *testing.T) {
 	ctx := context.Background()
-	store := openStore(t, t.TempDir())
-	defer store.Close()
-	tp, err := Open(ctx, store, "ns.t", "uuid-1", 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if n := tp.Partitions(); n != 2 {
-				t.Errorf("Partitions = %d, want 2", n)
-				return
-			}
-			if name := tp.Name(); name != "ns.t" {
-				t.Errorf("Name = %q", name)
-				return
-			}
+	tp := newTopic(t, 2)
+	stop := whileRunning(func() bool {
+		if n := tp.Partitions(); n != 2 {
+			t.Errorf("Partitions = %d, want 2", n)
+			return false
 		}
-	}()
+		if name := tp.Name(); name != "ns.t" {
+			t.Errorf("Name = %q", name)
+			return false
+		}
+		return true
+	})
+	defer stop()
 	id := int64(0)
 	next := func() Snapshot {
 		id++
@@ -58,6 +44,29 @@ func TestPartitionsAndNameDuringRewrites(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	close(stop)
-	wg.Wait()
+}
+
+// whileRunning calls check over and over in a goroutine until the returned
+// stop is called (which waits for it) or check returns false.
+func whileRunning(check func() bool) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			if !check() {
+				return
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		wg.Wait()
+	}
 }
