@@ -137,7 +137,7 @@ func (a *readAhead) work(t *topics.Topic, k aheadKey, st *aheadState) {
 		st.next = seg.BaseOffset + last
 		a.mu.Unlock()
 
-		key := batchKey{topic: k.topic, partition: k.partition, epoch: k.epoch, baseOffset: seg.BaseOffset + first, compression: k.compression}
+		key := batchKeyOf(t, k.partition, k.epoch, seg.BaseOffset+first, k.compression)
 		if a.r.cache.has(key) {
 			continue
 		}

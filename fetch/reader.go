@@ -143,7 +143,7 @@ func (r *Reader) read(ctx context.Context, t *topics.Topic, v *offsets.View, p i
 			return nil // at the high watermark
 		}
 		first, last := r.batchBounds(seg, offset)
-		key := batchKey{topic: t.Name, partition: p, epoch: epoch, baseOffset: seg.BaseOffset + first, compression: compression}
+		key := batchKeyOf(t, p, epoch, seg.BaseOffset+first, compression)
 		room := maxBytes - (s.n - start)
 		if s.n == start {
 			room = math.MaxInt // the first batch goes out whatever its size
