@@ -19,9 +19,19 @@ build:
 quickstart:
 	$(GO) run ./cmd/lakegw quickstart
 
-# A longer fuzzing run than the seed corpus CI replays.
+# Fuzzes every Fuzz target of the repository for FUZZTIME each (go test
+# -fuzz takes one target at a time): the targets are listed with
+# `go test -list`, so a new one is picked up without editing this. `make
+# test` (go test ./...) replays each target's seed corpus, testdata/fuzz
+# included, without fuzzing.
+FUZZTIME ?= 30s
 fuzz:
-	$(GO) test ./protocol -run '^$$' -fuzz FuzzParseRequest -fuzztime 2m
+	@set -e; for dir in $$(git grep -l '^func Fuzz' -- '*_test.go' | xargs -n1 dirname | sort -u); do \
+		for target in $$($(GO) test -list '^Fuzz' ./$$dir | grep '^Fuzz'); do \
+			echo "fuzz ./$$dir $$target for $(FUZZTIME)"; \
+			$(GO) test ./$$dir -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME); \
+		done; \
+	done
 
 # Side by side with a real Apache Kafka broker (issue 6; needs Java 17+ and
 # Maven, fetches the broker from Maven Central once): prints the Markdown

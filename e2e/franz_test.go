@@ -240,6 +240,12 @@ func mustClient(t *testing.T, addr string) *kgo.Client {
 // consumeAll reads n records of partition 0 from the start.
 func consumeAll(t *testing.T, addr string, n int) []*kgo.Record {
 	t.Helper()
+	return consumeAllOf(t, addr, topic, n)
+}
+
+// consumeAllOf reads n records of partition 0 of a topic from the start.
+func consumeAllOf(t *testing.T, addr, topic string, n int) []*kgo.Record {
+	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}))
 	if err != nil {

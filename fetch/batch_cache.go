@@ -4,16 +4,28 @@ import (
 	"bytes"
 
 	"github.com/lakegw/lakegw/internal/sizedlru"
+	"github.com/lakegw/lakegw/topics"
 )
 
-// batchKey names an encoded batch. Offsets are only stable within a leader
-// epoch, so the epoch is part of the name.
+// batchKey names an encoded batch by everything that shapes its bytes.
+// Offsets are only stable within a leader epoch, so the epoch is part of
+// the name; so is the topic's encoding (format, key, schema, table), so
+// that a topic served anew in another format cannot be answered from the
+// batches of the old one, whatever its epoch. The batch size is the
+// reader's, the same for every key.
 type batchKey struct {
 	topic       string
+	encoding    string
 	partition   int32
 	epoch       int32
 	baseOffset  int64
 	compression string
+}
+
+// batchKeyOf names the batch at base of partition p of t, encoded under
+// epoch with compression.
+func batchKeyOf(t *topics.Topic, p, epoch int32, base int64, compression string) batchKey {
+	return batchKey{topic: t.Name, encoding: t.Encoding, partition: p, epoch: epoch, baseOffset: base, compression: compression}
 }
 
 // batchCache is an LRU of encoded batches bounded by total bytes, shared by

@@ -121,8 +121,11 @@ func (a *readAhead) work(t *topics.Topic, k aheadKey, st *aheadState) {
 	defer func() { <-a.slots }()
 	for {
 		a.mu.Lock()
-		seg, ok := t.Index.Locate(k.partition, st.next)
-		if !ok || st.next >= st.target || a.ctx.Err() != nil || t.Index.LeaderEpoch() != k.epoch {
+		// The segment and the epoch from one view: a batch located after
+		// a truncation must not be cached under the epoch before it.
+		v := t.Index.View(k.partition)
+		seg, ok := v.Locate(st.next)
+		if !ok || st.next >= st.target || a.ctx.Err() != nil || v.LeaderEpoch() != k.epoch {
 			st.workers--
 			if st.workers == 0 {
 				delete(a.parts, k)
@@ -134,7 +137,7 @@ func (a *readAhead) work(t *topics.Topic, k aheadKey, st *aheadState) {
 		st.next = seg.BaseOffset + last
 		a.mu.Unlock()
 
-		key := batchKey{topic: k.topic, partition: k.partition, epoch: k.epoch, baseOffset: seg.BaseOffset + first, compression: k.compression}
+		key := batchKeyOf(t, k.partition, k.epoch, seg.BaseOffset+first, k.compression)
 		if a.r.cache.has(key) {
 			continue
 		}

@@ -103,17 +103,22 @@ func (r *Reader) Close() {
 // topic's codec).
 func (r *Reader) Read(ctx context.Context, t *topics.Topic, p int32, offset int64, maxBytes int, compression string, dst []byte) ([]byte, error) {
 	s := batchSink{arena: dst}
-	err := r.read(ctx, t, p, offset, maxBytes, compression, &s)
+	v := t.Index.View(p)
+	err := r.read(ctx, t, &v, p, offset, maxBytes, compression, &s)
 	return s.arena, err
 }
 
-// read is Read into a sink, which may keep disk cache hits in their files.
-func (r *Reader) read(ctx context.Context, t *topics.Topic, p int32, offset int64, maxBytes int, compression string, s *batchSink) error {
-	idx := t.Index
-	if offset < idx.LogStart(p) || offset > idx.HighWatermark(p) {
+// read is Read into a sink, which may keep disk cache hits in their files,
+// from one view v of the partition's index: every batch of the answer is
+// located, encoded and cached under the epoch and high watermark the
+// caller answers with, whatever a concurrent truncation does meanwhile.
+// When a segment of v is gone before any batch is in hand, read starts
+// again from the index as it is now and leaves that view in v.
+func (r *Reader) read(ctx context.Context, t *topics.Topic, v *offsets.View, p int32, offset int64, maxBytes int, compression string, s *batchSink) error {
+	if offset < v.LogStart() || offset > v.HighWatermark() {
 		return ErrOffsetOutOfRange
 	}
-	epoch := idx.LeaderEpoch()
+	epoch := v.LeaderEpoch()
 	start := s.n
 	// Reading old snapshots means planning and decoding them; once some
 	// batches are in hand, answer rather than let one fetch run past the
@@ -133,12 +138,12 @@ func (r *Reader) read(ctx context.Context, t *topics.Topic, p int32, offset int6
 		if s.n > start && time.Now().After(deadline) {
 			return nil
 		}
-		seg, ok := idx.Locate(p, offset)
+		seg, ok := v.Locate(offset)
 		if !ok {
 			return nil // at the high watermark
 		}
 		first, last := r.batchBounds(seg, offset)
-		key := batchKey{topic: t.Name, partition: p, epoch: epoch, baseOffset: seg.BaseOffset + first, compression: compression}
+		key := batchKeyOf(t, p, epoch, seg.BaseOffset+first, compression)
 		room := maxBytes - (s.n - start)
 		if s.n == start {
 			room = math.MaxInt // the first batch goes out whatever its size
@@ -167,10 +172,13 @@ func (r *Reader) read(ctx context.Context, t *topics.Topic, p int32, offset int6
 				if s.n > start {
 					return nil
 				}
-				if offset < idx.LogStart(p) || offset > idx.HighWatermark(p) {
+				// Nothing is in hand yet: the answer can start afresh
+				// from the index as it is now.
+				*v = t.Index.View(p)
+				if offset < v.LogStart() || offset > v.HighWatermark() {
 					return ErrOffsetOutOfRange
 				}
-				epoch = idx.LeaderEpoch() // the realignment started a new one
+				epoch = v.LeaderEpoch() // the realignment started a new one
 				continue
 			}
 			if err != nil {

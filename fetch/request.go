@@ -181,12 +181,15 @@ func (r *Reader) readAll(ctx context.Context, reg *topics.Registry, req *kmsg.Fe
 // readPartition fills op and adds the partition's record batches to s.
 func (r *Reader) readPartition(ctx context.Context, t *topics.Topic, version int16, rp kmsg.FetchRequestTopicPartition,
 	budget int, first bool, op *kmsg.FetchResponseTopicPartition, s *batchSink) {
-	idx := t.Index
 	p := rp.Partition
-	hw := idx.HighWatermark(p)
-	op.HighWatermark, op.LastStableOffset, op.LogStartOffset = hw, hw, idx.LogStart(p)
+	// One view of the index for the whole answer: its epoch checks, its
+	// offsets and its batches (issue 12: a truncation between two lookups
+	// mixed epochs in one answer).
+	v := t.Index.View(p)
+	hw := v.HighWatermark()
+	op.HighWatermark, op.LastStableOffset, op.LogStartOffset = hw, hw, v.LogStart()
 	if version >= 9 && rp.CurrentLeaderEpoch >= 0 {
-		switch epoch := idx.LeaderEpoch(); {
+		switch epoch := v.LeaderEpoch(); {
 		case rp.CurrentLeaderEpoch < epoch:
 			op.ErrorCode = kerr.FencedLeaderEpoch.Code
 			return
@@ -200,7 +203,7 @@ func (r *Reader) readPartition(ctx context.Context, t *topics.Topic, version int
 		// epoch ended before its fetch offset (a history rewrite truncated
 		// the log), tell it where to truncate to instead of serving records
 		// that do not follow the ones it has.
-		if epoch, end, ok := idx.EpochEnd(p, rp.LastFetchedEpoch); ok && (epoch < rp.LastFetchedEpoch || end < rp.FetchOffset) {
+		if epoch, end, ok := v.EpochEnd(rp.LastFetchedEpoch); ok && (epoch < rp.LastFetchedEpoch || end < rp.FetchOffset) {
 			op.DivergingEpoch.Epoch, op.DivergingEpoch.EndOffset = epoch, end
 			return
 		}
@@ -210,7 +213,7 @@ func (r *Reader) readPartition(ctx context.Context, t *topics.Topic, version int
 		// it must read the prefix from its start. One that read them under
 		// the prefix's epoch or later (even if a rollback has since moved
 		// the leader epoch on) read the prefix as it is.
-		if seg, ok := idx.Locate(p, rp.FetchOffset); ok && seg.Kind == offsets.KindCompactedPrefix &&
+		if seg, ok := v.Locate(rp.FetchOffset); ok && seg.Kind == offsets.KindCompactedPrefix &&
 			rp.LastFetchedEpoch < seg.Epoch && rp.FetchOffset > seg.BaseOffset {
 			op.DivergingEpoch.Epoch, op.DivergingEpoch.EndOffset = rp.LastFetchedEpoch, seg.BaseOffset
 			return
@@ -236,7 +239,11 @@ func (r *Reader) readPartition(ctx context.Context, t *topics.Topic, version int
 		// zstd needs Fetch v10+: older clients cannot decode it.
 		compression = "none"
 	}
-	err := r.read(ctx, t, p, rp.FetchOffset, max(limit, 1), compression, s)
+	err := r.read(ctx, t, &v, p, rp.FetchOffset, max(limit, 1), compression, s)
+	// read may have moved to a newer view (a segment gone before any batch
+	// was in hand): answer with the offsets of the one its batches are from.
+	hw = v.HighWatermark()
+	op.HighWatermark, op.LastStableOffset, op.LogStartOffset = hw, hw, v.LogStart()
 	switch {
 	case errors.Is(err, ErrOffsetOutOfRange):
 		op.ErrorCode = kerr.OffsetOutOfRange.Code

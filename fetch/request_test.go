@@ -12,21 +12,29 @@ import (
 	"github.com/lakegw/lakegw/topics"
 )
 
+// openIndex opens the empty one-partition index of topic ns.t on a fresh
+// state store, closed when the test ends.
+func openIndex(t *testing.T) *offsets.Topic {
+	t.Helper()
+	store, err := state.Open(context.Background(), filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	idx, err := offsets.Open(context.Background(), store, "ns.t", "u", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return idx
+}
+
 // A consumer in the middle of a compacted prefix must restart from the
 // prefix's base only if it read those offsets before the prefix rewrote
 // them: a rollback after the compaction moves the leader epoch on without
 // touching the prefix.
 func TestCompactedPrefixDivergesOnlyForConsumersOfOlderEpochs(t *testing.T) {
 	ctx := context.Background()
-	store, err := state.Open(ctx, filepath.Join(t.TempDir(), "state.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	idx, err := offsets.Open(ctx, store, "ns.t", "u", 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	idx := openIndex(t)
 	add := func(id, n int64) {
 		t.Helper()
 		if err := idx.Append(ctx, []offsets.Snapshot{{SnapshotID: id, Counts: []int64{n}}}); err != nil {

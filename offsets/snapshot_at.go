@@ -65,6 +65,6 @@ func (t *Topic) RaiseEpoch(ctx context.Context, epoch int32) error {
 	if err := t.store.ReplaceTopic(ctx, st, nil); err != nil {
 		return err
 	}
-	t.st = st
+	t.setState(st)
 	return nil
 }

@@ -33,6 +33,6 @@ func (t *Topic) StartAt(ctx context.Context, bases []int64) error {
 	if err := t.store.ReplaceTopic(ctx, st, nil); err != nil {
 		return err
 	}
-	t.st = st
+	t.setState(st)
 	return nil
 }

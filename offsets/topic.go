@@ -3,7 +3,6 @@ package offsets
 import (
 	"context"
 	"fmt"
-	"sort"
 	"sync"
 
 	"github.com/lakegw/lakegw/state"
@@ -39,10 +38,22 @@ type Snapshot struct {
 // same snapshots in the same order. Safe for concurrent use.
 type Topic struct {
 	store *state.Store
+	// name and partitions never change after Open; kept outside st, which
+	// mutators replace under mu, so that reading them takes no lock.
+	name       string
+	partitions int32
 
 	mu    sync.RWMutex
 	st    state.TopicState
 	parts [][]Segment
+	// leaderEpoch is the newest epoch of any partition in st (setState).
+	leaderEpoch int32
+}
+
+// setState replaces the persisted state, with mu held for writing.
+func (t *Topic) setState(st state.TopicState) {
+	t.st = st
+	t.leaderEpoch = maxEpoch(st.Epochs)
 }
 
 // Open loads the index of a topic, creating an empty one when it has never
@@ -58,9 +69,9 @@ func Open(ctx context.Context, store *state.Store, topic, tableUUID string, part
 	if err != nil {
 		return nil, err
 	}
-	t := &Topic{store: store}
+	t := &Topic{store: store, name: topic, partitions: partitions}
 	if found && st.TableUUID == tableUUID && st.Partitions == partitions && len(st.Epochs) == int(partitions) {
-		t.st = st
+		t.setState(st)
 		t.parts = make([][]Segment, partitions)
 		for _, g := range segs {
 			if g.Partition < 0 || g.Partition >= partitions {
@@ -82,14 +93,15 @@ func Open(ctx context.Context, store *state.Store, topic, tableUUID string, part
 	if found {
 		epoch = maxEpoch(st.Epochs) + 1
 	}
-	t.st = state.TopicState{Topic: topic, TableUUID: tableUUID, Partitions: partitions, Epochs: make([][]state.EpochStart, partitions)}
+	st = state.TopicState{Topic: topic, TableUUID: tableUUID, Partitions: partitions, Epochs: make([][]state.EpochStart, partitions)}
 	t.parts = make([][]Segment, partitions)
-	for p := range t.st.Epochs {
-		t.st.Epochs[p] = []state.EpochStart{{Epoch: epoch, StartOffset: 0}}
+	for p := range st.Epochs {
+		st.Epochs[p] = []state.EpochStart{{Epoch: epoch, StartOffset: 0}}
 	}
-	if err := store.ReplaceTopic(ctx, t.st, nil); err != nil {
+	if err := store.ReplaceTopic(ctx, st, nil); err != nil {
 		return nil, err
 	}
+	t.setState(st)
 	return t, nil
 }
 
@@ -108,6 +120,9 @@ func maxEpoch(epochs [][]state.EpochStart) int32 {
 // that point at the wrong records.
 func (t *Topic) checkConsistent() error {
 	for p, segs := range t.parts {
+		if len(t.st.Epochs[p]) == 0 {
+			return fmt.Errorf("topic %s partition %d: no leader epoch stored", t.st.Topic, p)
+		}
 		next := int64(0)
 		if len(segs) > 0 {
 			next = segs[0].BaseOffset
@@ -129,10 +144,10 @@ func (t *Topic) checkConsistent() error {
 }
 
 // Name is the topic name.
-func (t *Topic) Name() string { return t.st.Topic }
+func (t *Topic) Name() string { return t.name }
 
 // Partitions is the number of partitions.
-func (t *Topic) Partitions() int32 { return t.st.Partitions }
+func (t *Topic) Partitions() int32 { return t.partitions }
 
 // Snapshots returns the indexed snapshots, in offset order.
 func (t *Topic) Snapshots() []Snapshot {
@@ -209,7 +224,8 @@ func (t *Topic) Truncate(ctx context.Context, keep int) error {
 	if err := t.store.ReplaceTopic(ctx, st, all); err != nil {
 		return err
 	}
-	t.st, t.parts = st, parts
+	t.parts = parts
+	t.setState(st)
 	return nil
 }
 
@@ -255,7 +271,8 @@ func (t *Topic) ResetToPrefix(ctx context.Context, s Snapshot) error {
 	if err := t.store.ReplaceTopic(ctx, st, all); err != nil {
 		return err
 	}
-	t.st, t.parts = st, parts
+	t.parts = parts
+	t.setState(st)
 	return nil
 }
 
@@ -316,50 +333,23 @@ func (t *Topic) CompactPrefixUnder(ctx context.Context, through int, live []int6
 	if err := t.store.ReplaceTopic(ctx, st, all); err != nil {
 		return err
 	}
-	t.st, t.parts = st, parts
+	t.parts = parts
+	t.setState(st)
 	return nil
 }
 
 func (t *Topic) endLocked(p int32) int64 {
-	segs := t.parts[p]
-	if len(segs) == 0 {
-		es := t.st.Epochs[p]
-		return es[len(es)-1].StartOffset
-	}
-	last := segs[len(segs)-1]
-	return last.BaseOffset + last.Count
+	return View{segs: t.parts[p], epochs: t.st.Epochs[p]}.HighWatermark()
 }
 
 // HighWatermark is the offset after the last record of partition p.
-func (t *Topic) HighWatermark(p int32) int64 {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	return t.endLocked(p)
-}
+func (t *Topic) HighWatermark(p int32) int64 { return t.View(p).HighWatermark() }
 
 // LogStart is the first offset of partition p.
-func (t *Topic) LogStart(p int32) int64 {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	if segs := t.parts[p]; len(segs) > 0 {
-		return segs[0].BaseOffset
-	}
-	return t.endLocked(p)
-}
+func (t *Topic) LogStart(p int32) int64 { return t.View(p).LogStart() }
 
 // Locate returns the segment that holds offset in partition p.
-func (t *Topic) Locate(p int32, offset int64) (Segment, bool) {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	segs := t.parts[p]
-	// Ends are non-decreasing; the first segment ending after offset holds
-	// it, and cannot be empty if it starts at or before offset.
-	i := sort.Search(len(segs), func(i int) bool { return segs[i].BaseOffset+segs[i].Count > offset })
-	if i == len(segs) || segs[i].BaseOffset > offset {
-		return Segment{}, false
-	}
-	return segs[i], true
-}
+func (t *Topic) Locate(p int32, offset int64) (Segment, bool) { return t.View(p).Locate(offset) }
 
 // OffsetForTime returns the first offset of the first snapshot committed at or
 // after ts in partition p, with that snapshot's commit time. ok is false when
@@ -379,32 +369,10 @@ func (t *Topic) OffsetForTime(p int32, ts int64) (offset, snapshotTs int64, ok b
 func (t *Topic) LeaderEpoch() int32 {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	return maxEpoch(t.st.Epochs)
+	return t.leaderEpoch
 }
 
-// EpochEnd answers OffsetForLeaderEpoch: the largest epoch <= requested and
-// the offset at which it ended (the high watermark for the current epoch).
-// ok is false when requested is newer than any epoch.
+// EpochEnd answers OffsetForLeaderEpoch for partition p (View.EpochEnd).
 func (t *Topic) EpochEnd(p int32, requested int32) (epoch int32, endOffset int64, ok bool) {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	es := t.st.Epochs[p]
-	if requested > es[len(es)-1].Epoch {
-		return 0, 0, false
-	}
-	if requested < es[0].Epoch {
-		// Older than any epoch we know: Kafka answers with the requested
-		// epoch ending where the first known one starts.
-		return requested, es[0].StartOffset, true
-	}
-	// An epoch ends where the earliest later epoch starts (lists written
-	// before truncateEpochs may hold a later epoch starting earlier).
-	end := t.endLocked(p)
-	for i := len(es) - 1; i >= 0; i-- {
-		if es[i].Epoch <= requested {
-			return es[i].Epoch, end, true
-		}
-		end = min(end, es[i].StartOffset)
-	}
-	return es[0].Epoch, end, true
+	return t.View(p).EpochEnd(requested)
 }

@@ -17,6 +17,19 @@ func openStore(t *testing.T, dir string) *state.Store {
 	return s
 }
 
+// newTopic opens the empty index of topic ns.t on a fresh store, both
+// closed when the test ends.
+func newTopic(t *testing.T, partitions int32) *Topic {
+	t.Helper()
+	store := openStore(t, t.TempDir())
+	t.Cleanup(func() { store.Close() })
+	tp, err := Open(context.Background(), store, "ns.t", "uuid-1", partitions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tp
+}
+
 // reopen closes store, as a stopping gateway does, and opens the index of
 // table again from a new store on dir (closed when the test ends).
 func reopen(t *testing.T, store *state.Store, dir, table, uuid string, partitions int32) *Topic {

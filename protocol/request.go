@@ -28,6 +28,13 @@ func parseRequest(body []byte) (req *request, err error) {
 			req, err = nil, fmt.Errorf("decoder panic on malformed request: %v", p)
 		}
 	}()
+	return decodeRequest(body)
+}
+
+// decodeRequest is parseRequest without its guard: FuzzParseRequest calls
+// it, so that a decoder panic fails the fuzz target instead of passing as
+// an error.
+func decodeRequest(body []byte) (*request, error) {
 	r := kbin.Reader{Src: body}
 	key := r.Int16()
 	version := r.Int16()
@@ -40,7 +47,7 @@ func parseRequest(body []byte) (req *request, err error) {
 	if msg == nil {
 		return nil, fmt.Errorf("unknown API key %d", key)
 	}
-	req = &request{msg: msg, correlationID: corr}
+	req := &request{msg: msg, correlationID: corr}
 	if clientID != nil {
 		req.clientID = *clientID
 	}

@@ -12,6 +12,7 @@ import (
 var addedColumns = []struct{ table, column, decl string }{
 	{"segments", "kind", "INTEGER NOT NULL DEFAULT 0"},
 	{"segments", "leader_epoch", "INTEGER NOT NULL DEFAULT -1"},
+	{"topic_state", "encoding", "TEXT NOT NULL DEFAULT ''"},
 }
 
 // migrate brings a store written by an older lakegw up to the schema.

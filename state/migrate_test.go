@@ -7,7 +7,8 @@ import (
 	"testing"
 )
 
-// A store written before segments had a kind and an epoch opens, keeps its
+// A store written before segments had a kind and an epoch, and topics an
+// encoding, opens, keeps its
 // segments and takes new ones.
 func TestOpenMigratesAnOlderStore(t *testing.T) {
 	ctx := context.Background()
@@ -41,12 +42,16 @@ func TestOpenMigratesAnOlderStore(t *testing.T) {
 	if len(segs) != 1 || segs[0].SnapshotID != 11 || segs[0].Count != 5 || segs[0].Kind != KindChanges || segs[0].Epoch != -1 {
 		t.Fatalf("old segments: %+v", segs)
 	}
+	if st.Encoding != "" {
+		t.Fatalf("old topic state has encoding %q, want none", st.Encoding)
+	}
 	add := Segment{Kind: KindCompactedPrefix, SnapshotID: 12, BaseOffset: 5, Count: 2, Epoch: 3}
+	st.Encoding = "format=upsert"
 	if err := s.AppendSegments(ctx, st, []Segment{add}); err != nil {
 		t.Fatal(err)
 	}
-	if _, segs, _, err = s.LoadTopic(ctx, "ns.t"); err != nil || len(segs) != 2 || segs[1] != add {
-		t.Fatalf("after append: %+v %v", segs, err)
+	if st, segs, _, err = s.LoadTopic(ctx, "ns.t"); err != nil || len(segs) != 2 || segs[1] != add || st.Encoding != "format=upsert" {
+		t.Fatalf("after append: %+v %q %v", segs, st.Encoding, err)
 	}
 	s.Close()
 	// A migrated store opens as any other.

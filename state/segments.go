@@ -49,14 +49,18 @@ type TopicState struct {
 	Partitions int32
 	// Epochs holds, per partition, the leader epochs in order.
 	Epochs [][]EpochStart
+	// Encoding names how the topic's records are encoded (format, key
+	// columns, schema...): when it changes, the records at every offset
+	// change. Empty when not recorded (a store written before it was).
+	Encoding string
 }
 
 // LoadTopic returns the persisted state and segments of a topic; found is
 // false when the topic has never been indexed.
 func (s *Store) LoadTopic(ctx context.Context, topic string) (st TopicState, segs []Segment, found bool, err error) {
 	var epochs string
-	err = s.db.QueryRowContext(ctx, `SELECT table_uuid, partitions, epochs FROM topic_state WHERE topic=?`, topic).
-		Scan(&st.TableUUID, &st.Partitions, &epochs)
+	err = s.db.QueryRowContext(ctx, `SELECT table_uuid, partitions, epochs, encoding FROM topic_state WHERE topic=?`, topic).
+		Scan(&st.TableUUID, &st.Partitions, &epochs, &st.Encoding)
 	if errors.Is(err, sql.ErrNoRows) {
 		return TopicState{}, nil, false, nil
 	}
@@ -106,9 +110,10 @@ func (s *Store) writeTopic(ctx context.Context, st TopicState, segs []Segment, r
 	}
 	err = s.inTx(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx,
-			`INSERT INTO topic_state(topic, table_uuid, partitions, epochs) VALUES(?,?,?,?)
-			 ON CONFLICT(topic) DO UPDATE SET table_uuid=excluded.table_uuid, partitions=excluded.partitions, epochs=excluded.epochs`,
-			st.Topic, st.TableUUID, st.Partitions, string(epochs)); err != nil {
+			`INSERT INTO topic_state(topic, table_uuid, partitions, epochs, encoding) VALUES(?,?,?,?,?)
+			 ON CONFLICT(topic) DO UPDATE SET table_uuid=excluded.table_uuid, partitions=excluded.partitions, epochs=excluded.epochs,
+			 encoding=excluded.encoding`,
+			st.Topic, st.TableUUID, st.Partitions, string(epochs), st.Encoding); err != nil {
 			return err
 		}
 		if replace {

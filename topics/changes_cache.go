@@ -9,7 +9,10 @@ import (
 // changesKey names the records of a segment of a topic: a snapshot's
 // changes, or its live rows when it is a compacted prefix.
 type changesKey struct {
-	topic      string
+	topic string
+	// encoding is the topic's (encodingOf): a topic served anew with
+	// other key columns or under another schema derives other records.
+	encoding   string
 	snapshotID int64
 	kind       offsets.SegmentKind
 }

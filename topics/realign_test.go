@@ -39,7 +39,7 @@ func TestSegmentDroppedByExpiryReadsOrIsGone(t *testing.T) {
 		g, ok := tp.Index.First()
 		return ok && g.Kind == offsets.KindCompactedPrefix && tp.Table().Metadata().SnapshotByID(seg.SnapshotID) == nil
 	})
-	tp.changes.Remove(changesKey{tp.Name, seg.SnapshotID, seg.Kind})
+	tp.changes.Remove(tp.changesKey(seg.SnapshotID, seg.Kind))
 	c, err := tp.Changes(ctx, seg)
 	if err != nil {
 		t.Fatalf("a segment located before the expiry: %v", err)
@@ -51,7 +51,7 @@ func TestSegmentDroppedByExpiryReadsOrIsGone(t *testing.T) {
 	// One more commit: no published state holds the snapshot any more.
 	appendIDs(t, f.cat, ident, 6)
 	waitFor(t, "6 records", func() bool { return tp.Index.HighWatermark(0) == 6 })
-	tp.changes.Remove(changesKey{tp.Name, seg.SnapshotID, seg.Kind})
+	tp.changes.Remove(tp.changesKey(seg.SnapshotID, seg.Kind))
 	if _, err := tp.Changes(ctx, seg); !errors.Is(err, ErrSegmentGone) {
 		t.Fatalf("a segment no state holds: %v, want ErrSegmentGone", err)
 	}

@@ -22,6 +22,9 @@ type Topic struct {
 	Config TopicConfig
 	Format changelog.Format
 	Index  *offsets.Topic
+	// Encoding names everything that shapes the topic's records at its
+	// offsets (encodingOf); caches of its records are keyed by it.
+	Encoding string
 
 	// tbl is the table state the index agrees with; prevTbl the one
 	// before it, which still holds the snapshots a realignment just
@@ -123,14 +126,19 @@ func (t *Topic) setIndexError(err error) {
 // a snapshot may not have been read yet.
 func (t *Topic) EncodedAll(seg offsets.Segment) {
 	if t.Index.Partitions() == 1 {
-		t.changes.Remove(changesKey{t.Name, seg.SnapshotID, seg.Kind})
+		t.changes.Remove(t.changesKey(seg.SnapshotID, seg.Kind))
 	}
+}
+
+// changesKey names the derived records of a segment of the topic.
+func (t *Topic) changesKey(snapshotID int64, kind offsets.SegmentKind) changesKey {
+	return changesKey{topic: t.Name, encoding: t.Encoding, snapshotID: snapshotID, kind: kind}
 }
 
 // Changes returns the records of an indexed segment, deriving them at most
 // once at a time and keeping the most recent in a bounded cache.
 func (t *Topic) Changes(ctx context.Context, seg offsets.Segment) (*changelog.Changes, error) {
-	key := changesKey{t.Name, seg.SnapshotID, seg.Kind}
+	key := t.changesKey(seg.SnapshotID, seg.Kind)
 	if c, ok := t.changes.Get(key); ok {
 		return c, nil
 	}

@@ -207,7 +207,14 @@ func (w *watcher) openTopic(ctx context.Context, tbl *table.Table) error {
 	if err != nil {
 		return err
 	}
-	t := &Topic{Name: w.name, Ident: w.src.ident, Config: cfg, Format: format, Index: idx, changed: make(chan struct{}), changes: w.r.changes,
+	enc := encodingOf(tbl, cfg)
+	if raised, err := idx.SetEncoding(ctx, enc); err != nil {
+		return err
+	} else if raised {
+		w.log.Warn().Str("encoding", enc).Int32("leader_epoch", idx.LeaderEpoch()).
+			Msg("the topic's records are encoded differently from when it was last served (format, key, schema); same offsets under a new leader epoch")
+	}
+	t := &Topic{Name: w.name, Ident: w.src.ident, Config: cfg, Format: format, Index: idx, Encoding: enc, changed: make(chan struct{}), changes: w.r.changes,
 		plans: changelog.NewPlanCache(planCachePlans, planCacheFiles), lifetime: w.ctx}
 	w.topic = t
 	return nil
@@ -359,7 +366,7 @@ func (w *watcher) appendSnapshots(ctx context.Context, tbl *table.Table, refs []
 		}
 		if c != nil {
 			// Freshly committed snapshots are what waiting consumers read next.
-			t.changes.Add(changesKey{t.Name, ref.SnapshotID, offsets.KindChanges}, c)
+			t.changes.Add(t.changesKey(ref.SnapshotID, offsets.KindChanges), c)
 		}
 		grew = true
 		w.log.Debug().Int64("snapshot_id", ref.SnapshotID).Int64("sequence_number", ref.SequenceNumber).
@@ -477,7 +484,7 @@ func (w *watcher) addPrefix(ctx context.Context, tbl *table.Table, ref changelog
 	if err := index(c.CountByPartition()); err != nil {
 		return nil, err
 	}
-	t.changes.Add(changesKey{t.Name, ref.SnapshotID, offsets.KindCompactedPrefix}, c)
+	t.changes.Add(t.changesKey(ref.SnapshotID, offsets.KindCompactedPrefix), c)
 	return c, nil
 }
 

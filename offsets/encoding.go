@@ -1,0 +1,54 @@
+package offsets
+
+import (
+	"context"
+
+	"github.com/lakegw/lakegw/state"
+)
+
+// Encoding returns the encoding of the topic's records the index was
+// last told of (SetEncoding); empty when never told.
+func (t *Topic) Encoding() string {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.st.Encoding
+}
+
+// SetEncoding records how the topic's records are encoded (an opaque name
+// of everything that shapes them: format, key columns, schema...). When
+// it differs from the one the index last served under, the records at
+// every existing offset now read differently: the offsets keep their
+// snapshots, but a new leader epoch starts at the log start of every
+// partition, so a consumer that read them under the old encoding sees a
+// truncation (OffsetForLeaderEpoch, or a diverging epoch in Fetch) and
+// reads them again, as after a Kafka unclean leader election. raised says
+// whether it started one.
+//
+// An index that never recorded an encoding (new, or written by a lakegw
+// that did not record it) takes this one without a new epoch: what it
+// was served under is not known, and every consumer of an upgraded
+// gateway would otherwise read its topics again.
+func (t *Topic) SetEncoding(ctx context.Context, encoding string) (raised bool, err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.st.Encoding == encoding {
+		return false, nil
+	}
+	st := t.st
+	st.Encoding = encoding
+	if t.st.Encoding != "" {
+		raised = true
+		epoch := t.leaderEpoch + 1
+		st.Epochs = make([][]state.EpochStart, len(t.st.Epochs))
+		for p := range t.parts {
+			start := View{segs: t.parts[p], epochs: t.st.Epochs[p]}.LogStart()
+			st.Epochs[p] = truncateEpochs(t.st.Epochs[p], epoch, start)
+		}
+	}
+	// The segments are unchanged: only the topic state is written.
+	if err := t.store.AppendSegments(ctx, st, nil); err != nil {
+		return false, err
+	}
+	t.setState(st)
+	return raised, nil
+}
