@@ -270,12 +270,16 @@ func TestHostilePipelinedFetchesKeepMemoryBounded(t *testing.T) {
 	pid := g.cmd.Process.Pid
 
 	// One honest read warms the caches and gives the size of the answer.
+	// A cold gateway may answer the first read with the batches encoded
+	// so far, so the size is read again once they all are.
 	one := hnetFetchResponseSize(t, g.addr, hnetFetch(1))
+	one = max(one, hnetFetchResponseSize(t, g.addr, hnetFetch(1)))
 	t.Logf("one partition's answer: %d bytes", one)
 
 	// Duplicates collapse: naming partition 0 10,000 times is one answer.
 	dup := hnetFetchResponseSize(t, g.addr, hnetFetch(10000))
 	t.Logf("partition 0 named 10,000 times: %d bytes", dup)
+	one = max(one, hnetFetchResponseSize(t, g.addr, hnetFetch(1)))
 	if dup > 2*one {
 		t.Fatalf("a Fetch naming partition 0 10,000 times was answered with %d bytes, one partition is %d", dup, one)
 	}
