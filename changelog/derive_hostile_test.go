@@ -3,14 +3,18 @@ package changelog
 import (
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/lakegw/lakegw/lake"
 )
 
 // damages are the ways a damage test changes the bytes at an offset: the
@@ -170,5 +174,85 @@ func TestDeriveDamagedDataFileNeverPanics(t *testing.T) {
 	t.Logf("%d flips: %d errors naming the file, %d reads with the right rows", errs+right, errs, right)
 	if errs == 0 {
 		t.Fatal("no flip was detected: the test damages nothing")
+	}
+}
+
+// withoutManifestList writes a copy of the table's metadata in which the
+// snapshot names no manifest list, and opens the table from it.
+func withoutManifestList(t *testing.T, tbl *table.Table, snapshotID int64) *table.Table {
+	t.Helper()
+	raw, err := os.ReadFile(localPath(tbl.MetadataLocation()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var meta map[string]any
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec.UseNumber() // snapshot ids do not fit a float64
+	if err := dec.Decode(&meta); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, s := range meta["snapshots"].([]any) {
+		snap := s.(map[string]any)
+		if snap["snapshot-id"].(json.Number).String() == strconv.FormatInt(snapshotID, 10) {
+			delete(snap, "manifest-list")
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("snapshot %d not in the metadata", snapshotID)
+	}
+	out, err := json.Marshal(meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "damaged.metadata.json")
+	if err := os.WriteFile(path, out, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	damaged, err := lake.OpenTableAt(context.Background(), tbl.Identifier(), path, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return damaged
+}
+
+// TestDeriveSnapshotWithoutManifestListIsDamage reproduces issue 12, row
+// 10: a snapshot whose manifest list is missing derived 0 records with no
+// error (iceberg-go reads it as no files) and would be indexed as empty
+// forever. Its changes, the changes of the snapshot after it (which need
+// its state) and its live rows are now errors naming the snapshot.
+func TestDeriveSnapshotWithoutManifestListIsDamage(t *testing.T) {
+	ctx := context.Background()
+	cat := newTestCatalog(t)
+	tbl := createTable(t, cat, "nolist", testSchema())
+	tbl = appendJSON(t, tbl, jsonRows(0, 10), 0)
+	tbl = deleteWhere(t, tbl, idIn(3)) // copy-on-write: needs its parent's files
+	hist, err := MainHistory(tbl.Metadata())
+	if err != nil {
+		t.Fatal(err)
+	}
+	damaged := withoutManifestList(t, tbl, hist[0].SnapshotID)
+	want := strconv.FormatInt(hist[0].SnapshotID, 10)
+	for _, step := range []struct {
+		name string
+		read func() (*Changes, error)
+	}{
+		{"changes of the snapshot", func() (*Changes, error) { return Derive(ctx, damaged, hist[0], Options{}) }},
+		{"changes of its child", func() (*Changes, error) { return Derive(ctx, damaged, hist[1], Options{}) }},
+		{"changes of its child, planned through a cache", func() (*Changes, error) {
+			return Derive(ctx, damaged, hist[1], Options{PlanCache: NewPlanCache(4, 1<<10)})
+		}},
+		{"live rows of the snapshot", func() (*Changes, error) { return ReadSnapshot(ctx, damaged, hist[0], Options{}) }},
+	} {
+		c, err := step.read()
+		if err == nil {
+			t.Errorf("%s: %d records and no error", step.name, len(c.Records))
+			c.Release()
+			continue
+		}
+		if !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "manifest list") {
+			t.Errorf("%s: error does not name the snapshot's manifest list: %v", step.name, err)
+		}
 	}
 }
