@@ -89,7 +89,7 @@ func damageOffsets(data []byte) []int {
 }
 
 // firstDataFile returns the path of the first data file the snapshot added.
-func firstDataFile(t *testing.T, tbl *table.Table, snapshotID int64) string {
+func firstDataFile(t testing.TB, tbl *table.Table, snapshotID int64) string {
 	t.Helper()
 	fs, err := tbl.FS(context.Background())
 	if err != nil {
