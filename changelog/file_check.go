@@ -23,8 +23,8 @@ import (
 // the derivation and under recover, exactly as far as the scanner will
 // decode it: the footer, every row group of every column, a deletion
 // vector's blob. A file that fails is an error naming it; one that passes
-// is remembered (Iceberg files are immutable: a path, size and row count
-// decode the same way every time), so each file is checked once per
+// is remembered (Iceberg files are immutable: a location, size and row
+// count decode the same way every time), so each file is checked once per
 // process however often it is read.
 
 // checkTaskFiles checks every file the tasks make the scanner decode.
@@ -46,7 +46,7 @@ func checkTaskFiles(ctx context.Context, fs icebergio.IO, tasks []table.FileScan
 
 // checkFile checks one file unless it passed before.
 func checkFile(ctx context.Context, fs icebergio.IO, f iceberg.DataFile) error {
-	key := checkedKeyOf(f)
+	key := checkedKeyOf(fs, f)
 	if filesChecked.has(key) {
 		return nil
 	}

@@ -4,18 +4,28 @@ import (
 	"sync"
 
 	"github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
 )
 
 // checkedKey identifies the bytes of a file that decoded without fault:
-// its path, its size and, for a deletion vector, the blob within it.
+// where it is read from, its size and row count and, for a deletion
+// vector, the blob within it.
 type checkedKey struct {
-	path        string
+	location    string
 	size, count int64
 	blobOffset  int64
 }
 
-func checkedKeyOf(f iceberg.DataFile) checkedKey {
-	k := checkedKey{path: f.FilePath(), size: f.FileSizeBytes(), count: f.Count(), blobOffset: -1}
+// locator is an IO that reads names from elsewhere (lake's remaps): two
+// copies of a table record the same names for files in different places.
+type locator interface{ Location(name string) string }
+
+func checkedKeyOf(fs icebergio.IO, f iceberg.DataFile) checkedKey {
+	loc := f.FilePath()
+	if l, ok := fs.(locator); ok {
+		loc = l.Location(loc)
+	}
+	k := checkedKey{location: loc, size: f.FileSizeBytes(), count: f.Count(), blobOffset: -1}
 	if off := f.ContentOffset(); off != nil {
 		k.blobOffset = *off
 	}
