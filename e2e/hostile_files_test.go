@@ -222,9 +222,9 @@ func hostileEndOffset(t *testing.T, addr, topic string) int64 {
 
 // hostileFetchCode fetches partition 0 of a topic at offset and returns
 // the partition's error code.
-func hostileFetchCode(t *testing.T, addr, topic string, offset int64) int16 {
+func hostileFetchCode(t *testing.T, addr, topic string, offset int64, opts ...kgo.Opt) int16 {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
