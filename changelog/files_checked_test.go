@@ -2,6 +2,7 @@ package changelog
 
 import (
 	"context"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,21 +26,29 @@ func TestCheckedFilesKeyedByLocation(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := firstDataFile(t, tbl, hist[0].SnapshotID)
-	// The copy: the same metadata, read with the data folder remapped
-	// to a damaged copy of it.
-	dataDir := filepath.Dir(path)
-	copyDir := t.TempDir()
+	// The copy: the whole table copied elsewhere and read with its
+	// location remapped there, its data file replaced by bytes that are
+	// not Parquet at all.
+	root := localPath(tbl.Location())
+	copyRoot := t.TempDir()
+	copyTree(t, root, copyRoot)
+	rel, err := filepath.Rel(root, path)
+	if err != nil {
+		t.Fatal(err)
+	}
 	orig, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	bad := make([]byte, len(orig)) // not Parquet at all
-	copyPath := filepath.Join(copyDir, filepath.Base(path))
-	if err := os.WriteFile(copyPath, bad, 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(copyRoot, rel), make([]byte, len(orig)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cp, err := lake.OpenTableAt(ctx, tbl.Identifier(), localPath(tbl.MetadataLocation()), nil,
-		[]lake.Remap{{From: dataDir, To: copyDir}})
+	metaRel, err := filepath.Rel(root, localPath(tbl.MetadataLocation()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, err := lake.OpenTableAt(ctx, tbl.Identifier(), filepath.Join(copyRoot, metaRel), nil,
+		[]lake.Remap{{From: root, To: copyRoot}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,19 +57,19 @@ func TestCheckedFilesKeyedByLocation(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Release()
-	fs, err := cp.FS(ctx)
+	cfs, err := cp.FS(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ms, err := cp.Metadata().SnapshotByID(hist[0].SnapshotID).Manifests(fs)
+	ms, err := cp.Metadata().SnapshotByID(hist[0].SnapshotID).Manifests(cfs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	entries, err := ms[0].FetchEntries(fs, true)
+	entries, err := ms[0].FetchEntries(cfs, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if filesChecked.has(checkedKeyOf(fs, entries[0].DataFile())) {
+	if filesChecked.has(checkedKeyOf(cfs, entries[0].DataFile())) {
 		t.Fatal("the check of the healthy file vouches for the damaged copy")
 	}
 	c, err = Derive(ctx, cp, hist[0], Options{})
@@ -70,5 +79,30 @@ func TestCheckedFilesKeyedByLocation(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), filepath.Base(path)) {
 		t.Errorf("error does not name the file: %v", err)
+	}
+}
+
+// copyTree copies the files below src to dst.
+func copyTree(t *testing.T, src, dst string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o700)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o600)
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
