@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 )
 
@@ -14,8 +15,12 @@ import (
 // A replace snapshot has none. Anything but a pure append needs the parent
 // snapshot in the metadata (after expiry, start from ReadSnapshot).
 // Unsupported cases are errors, never silently wrong records; an error about
-// a missing file names it and wraps fs.ErrNotExist.
-func Derive(ctx context.Context, tbl *table.Table, snap SnapshotRef, opts Options) (*Changes, error) {
+// a missing file names it and wraps fs.ErrNotExist. A panic while reading
+// (a decoder meeting a damaged file) is an error too.
+func Derive(ctx context.Context, tbl *table.Table, snap SnapshotRef, opts Options) (_ *Changes, err error) {
+	defer recoverRead(&err, func() string {
+		return fmt.Sprintf("derive changes of %s snapshot %d", tableName(tbl), snap.SnapshotID)
+	})
 	s, c, err := snapshotChanges(tbl, snap, opts)
 	if err != nil {
 		return nil, err
@@ -140,19 +145,19 @@ func deriveEvents(ctx context.Context, tbl *table.Table, s *table.Snapshot, c *C
 	scan := tbl.Scan(table.WithSnapshotID(s.SnapshotID))
 	if delta.pureAppend() {
 		notePlan(tbl, s, delta, opts.PlanCache)
-		return deriveAppend(ctx, scan, delta, c)
+		return deriveAppend(ctx, fs, scan, delta, c)
 	}
 	return deriveDiff(ctx, tbl, scan, s, delta, c, opts)
 }
 
 // deriveAppend turns every row of the added data files (by file path, rows
 // in file order) into an insert.
-func deriveAppend(ctx context.Context, scan *table.Scan, delta *snapshotDelta, c *Changes) error {
+func deriveAppend(ctx context.Context, fs icebergio.IO, scan *table.Scan, delta *snapshotDelta, c *Changes) error {
 	tasks := make([]table.FileScanTask, 0, len(delta.addedData))
 	for _, e := range delta.addedData {
 		tasks = append(tasks, dataTask(e))
 	}
-	batches, err := readTasks(ctx, scan, tasks)
+	batches, err := readTasks(ctx, fs, scan, tasks)
 	if err != nil {
 		return err
 	}

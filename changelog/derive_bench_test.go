@@ -168,3 +168,32 @@ func benchLog() zerolog.Logger {
 	}
 	return zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr}).Level(zerolog.DebugLevel)
 }
+
+// BenchmarkDeriveAppend derives the last append of the benchmark table
+// (one data file of a tenth of its rows): "first read" decodes the file
+// once more in the file check (issue 12, row 1), as the first derivation
+// of a file in a process does; "checked" is every later one, which costs
+// what a derivation cost before the check.
+func BenchmarkDeriveAppend(b *testing.B) {
+	tbl := buildBenchTable(b, iceberg.Properties{"format-version": "2"})
+	hist, err := MainHistory(tbl.Metadata())
+	if err != nil {
+		b.Fatal(err)
+	}
+	last := hist[len(hist)-1]
+	for _, first := range []bool{true, false} {
+		name := map[bool]string{true: "first-read", false: "checked"}[first]
+		b.Run(name, func(b *testing.B) {
+			for range b.N {
+				if first {
+					filesChecked.forget()
+				}
+				c, err := Derive(context.Background(), tbl, last, Options{Log: benchLog()})
+				if err != nil {
+					b.Fatal(err)
+				}
+				c.Release()
+			}
+		})
+	}
+}

@@ -161,7 +161,7 @@ type differ struct {
 
 // whole reads every live row of the files as removed (before) or added.
 func (d *differ) whole(tasks []table.FileScanTask, before bool) error {
-	batches, err := readTasks(d.ctx, d.scan, tasks)
+	batches, err := readTasks(d.ctx, d.fs, d.scan, tasks)
 	if err != nil {
 		return err
 	}
@@ -213,6 +213,9 @@ func (d *differ) readNewPositions(reads []*positionsRead) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
+			// A panic here would end the process: Derive's recover
+			// does not reach this goroutine.
+			defer recoverRead(&r.err, func() string { return "read data file " + r.after.File.FilePath() })
 			r.handled, r.batches, r.rows, r.err = d.newPositions(r.before, r.after)
 		}()
 	}
@@ -272,7 +275,7 @@ func (d *differ) newEqualityDeletes(before, after table.FileScanTask) (bool, err
 	built := time.Since(started)
 	t := before
 	t.Residual = filter
-	batches, err := readTasks(d.ctx, d.scan, []table.FileScanTask{t})
+	batches, err := readTasks(d.ctx, d.fs, d.scan, []table.FileScanTask{t})
 	if err != nil {
 		return false, err
 	}

@@ -17,6 +17,12 @@
 // ReadSnapshot gives the live rows of a snapshot as reads, the compacted
 // prefix of a topic whose history expired.
 //
+// Damaged files fail the derivation, never the process: every file handed
+// to iceberg-go's scanner (which decodes in goroutines of its own, where a
+// panic cannot be recovered) is first decoded once in the caller's
+// goroutine under recover and an allocation cap (file_check.go), and
+// Derive and ReadSnapshot turn any other panic into an error.
+//
 // It knows nothing of Kafka framing, offsets or error codes, and must not
 // import protocol/, fetch/, offsets/, topics/ or lsm/ (lsm/ writes the schema
 // defined here, never the other way round). It may import lake/ and

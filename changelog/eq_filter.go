@@ -70,7 +70,11 @@ func eqFileFilter(ctx context.Context, tbl *table.Table, snapshotID int64, schem
 			return nil, false, nil
 		}
 	}
-	batches, err := readTasks(ctx, scan, []table.FileScanTask{{File: f, Start: 0, Length: f.FileSizeBytes()}})
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		return nil, false, fmt.Errorf("file IO: %w", err)
+	}
+	batches, err := readTasks(ctx, fs, scan, []table.FileScanTask{{File: f, Start: 0, Length: f.FileSizeBytes()}})
 	if err != nil {
 		return nil, false, fmt.Errorf("equality delete file %s: %w", f.FilePath(), err)
 	}

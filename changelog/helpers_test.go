@@ -39,7 +39,7 @@ func newTestCatalog(t testing.TB) *sqlcat.Catalog {
 	return cat
 }
 
-func createTable(t *testing.T, cat *sqlcat.Catalog, name string, sc *iceberg.Schema, opts ...catalog.CreateTableOpt) *table.Table {
+func createTable(t testing.TB, cat *sqlcat.Catalog, name string, sc *iceberg.Schema, opts ...catalog.CreateTableOpt) *table.Table {
 	t.Helper()
 	tbl, err := cat.CreateTable(context.Background(), table.Identifier{"ns", name}, sc, opts...)
 	if err != nil {
@@ -50,7 +50,7 @@ func createTable(t *testing.T, cat *sqlcat.Catalog, name string, sc *iceberg.Sch
 
 // recordFromJSON builds an arrow batch of the table's current schema from
 // JSON rows.
-func recordFromJSON(t *testing.T, tbl *table.Table, rows string) arrow.RecordBatch {
+func recordFromJSON(t testing.TB, tbl *table.Table, rows string) arrow.RecordBatch {
 	t.Helper()
 	sc, err := table.SchemaToArrowSchema(tbl.Schema(), nil, false, false)
 	if err != nil {
@@ -65,7 +65,7 @@ func recordFromJSON(t *testing.T, tbl *table.Table, rows string) arrow.RecordBat
 
 // appendJSON appends JSON rows to the table as one snapshot, in data files
 // of rowsPerFile rows (one file when <= 0).
-func appendJSON(t *testing.T, tbl *table.Table, rows string, rowsPerFile int64) *table.Table {
+func appendJSON(t testing.TB, tbl *table.Table, rows string, rowsPerFile int64) *table.Table {
 	t.Helper()
 	ctx := context.Background()
 	rec := recordFromJSON(t, tbl, rows)

@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	icebergio "github.com/apache/iceberg-go/io"
@@ -87,12 +88,23 @@ func readLSMFile(ctx context.Context, fs icebergio.IO, f LSMFile, c *Changes) er
 		return fmt.Errorf("open: %w", err)
 	}
 	defer src.Close()
-	pf, err := file.NewParquetReader(src)
+	st, err := src.Stat()
+	if err != nil {
+		return fmt.Errorf("stat: %w", err)
+	}
+	// Read in this goroutine (a panic is Derive's error), under the cap
+	// that keeps a damaged length from running the process out of memory
+	// (see cappedAllocator, checkArrowSchema).
+	mem := cappedAllocator{inner: memory.DefaultAllocator, max: decodeCap(st.Size())}
+	pf, err := file.NewParquetReader(src, file.WithReadProps(parquet.NewReaderProperties(mem)))
 	if err != nil {
 		return fmt.Errorf("parquet footer: %w", err)
 	}
 	defer pf.Close()
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 64 << 10}, memory.DefaultAllocator)
+	if err := checkArrowSchema(pf, mem); err != nil {
+		return err
+	}
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 64 << 10}, mem)
 	if err != nil {
 		return err
 	}

@@ -25,7 +25,12 @@ var pageBuffers memory.Allocator = bytepool.Allocator{}
 // file system for today), but a request on an object store, where a
 // larger buffer would be needed.
 func pageReaderProperties() *parquet.ReaderProperties {
-	props := parquet.NewReaderProperties(pageBuffers)
+	return readerPropertiesWith(pageBuffers)
+}
+
+// readerPropertiesWith is pageReaderProperties with another allocator.
+func readerPropertiesWith(alloc memory.Allocator) *parquet.ReaderProperties {
+	props := parquet.NewReaderProperties(alloc)
 	props.BufferedStreamEnabled = true
 	props.BufferSize = 64 << 10
 	return props

@@ -132,6 +132,9 @@ func extendOrPlan(ctx context.Context, tbl *table.Table, parent, s *table.Snapsh
 // planFiles plans a snapshot with iceberg-go's planner, reading every
 // manifest of the snapshot.
 func planFiles(ctx context.Context, tbl *table.Table, snap *table.Snapshot) (livePlan, error) {
+	if err := hasManifestList(snap); err != nil {
+		return nil, err
+	}
 	tasks, err := tbl.Scan(table.WithSnapshotID(snap.SnapshotID)).PlanFiles(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("plan files of snapshot %d (manifest list %s): %w", snap.SnapshotID, snap.ManifestList, err)

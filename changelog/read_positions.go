@@ -137,12 +137,12 @@ func readRowsAt(ctx context.Context, fs icebergio.IO, scan *table.Scan, base tab
 	if err != nil {
 		return nil, nil, err
 	}
-	return readRowGroupsAt(ctx, scan, base, layout, positions)
+	return readRowGroupsAt(ctx, fs, scan, base, layout, positions)
 }
 
 // readRowGroupsAt is readRowsAt for files the selective reader declines:
 // iceberg-go decodes every row group holding a wanted row.
-func readRowGroupsAt(ctx context.Context, scan *table.Scan, base table.FileScanTask, layout *rowGroupLayout, positions []int64) ([]arrow.RecordBatch, [][]int32, error) {
+func readRowGroupsAt(ctx context.Context, fs icebergio.IO, scan *table.Scan, base table.FileScanTask, layout *rowGroupLayout, positions []int64) ([]arrow.RecordBatch, [][]int32, error) {
 	// Contiguous runs of wanted row groups become one ranged task each.
 	type run struct{ first, last int }
 	var runs []run
@@ -169,7 +169,7 @@ func readRowGroupsAt(ctx context.Context, scan *table.Scan, base table.FileScanT
 		t.Length = end - t.Start
 		tasks[i] = t
 	}
-	batches, err := readTasks(ctx, scan, tasks)
+	batches, err := readTasks(ctx, fs, scan, tasks)
 	if err != nil {
 		return nil, nil, err
 	}

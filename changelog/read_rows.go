@@ -5,15 +5,20 @@ import (
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 )
 
 // readTasks reads the rows of the tasks through iceberg-go (which projects
 // every file onto the scan's schema, handling schema evolution), in task
-// order. The caller owns the returned batches.
-func readTasks(ctx context.Context, scan *table.Scan, tasks []table.FileScanTask) ([]arrow.RecordBatch, error) {
+// order, once their files passed checkTaskFiles. The caller owns the
+// returned batches.
+func readTasks(ctx context.Context, fs icebergio.IO, scan *table.Scan, tasks []table.FileScanTask) ([]arrow.RecordBatch, error) {
 	if len(tasks) == 0 {
 		return nil, nil
+	}
+	if err := checkTaskFiles(ctx, fs, tasks); err != nil {
+		return nil, err
 	}
 	_, it, err := scan.ReadTasks(ctx, tasks)
 	if err != nil {
@@ -23,7 +28,7 @@ func readTasks(ctx context.Context, scan *table.Scan, tasks []table.FileScanTask
 	for rec, err := range it {
 		if err != nil {
 			releaseAll(out)
-			return nil, readError(ctx, scan, tasks, err)
+			return nil, readError(ctx, fs, scan, tasks, err)
 		}
 		out = append(out, rec)
 	}
@@ -33,10 +38,10 @@ func readTasks(ctx context.Context, scan *table.Scan, tasks []table.FileScanTask
 // readError names the file a failed read of several tasks choked on (a
 // damaged table must say which file is missing), by reading them one by
 // one; this only runs on the error path.
-func readError(ctx context.Context, scan *table.Scan, tasks []table.FileScanTask, err error) error {
+func readError(ctx context.Context, fs icebergio.IO, scan *table.Scan, tasks []table.FileScanTask, err error) error {
 	if len(tasks) > 1 {
 		for _, t := range tasks {
-			batches, e := readTasks(ctx, scan, []table.FileScanTask{t})
+			batches, e := readTasks(ctx, fs, scan, []table.FileScanTask{t})
 			if e != nil {
 				return e
 			}

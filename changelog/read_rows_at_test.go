@@ -67,7 +67,7 @@ func checkRowsAt(t *testing.T, tbl *table.Table, snapshotID int64, rng *rand.Ran
 		if err != nil {
 			t.Fatal(err)
 		}
-		batches, rows, err := readRowGroupsAt(ctx, scan, task, layout, positions)
+		batches, rows, err := readRowGroupsAt(ctx, fs, scan, task, layout, positions)
 		if err != nil {
 			t.Fatal(err)
 		}

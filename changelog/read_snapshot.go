@@ -11,8 +11,12 @@ import (
 
 // ReadSnapshot returns every live row of a snapshot as an OpRead event: the
 // compacted prefix of a topic whose older snapshots were expired. Rows come
-// by data file path, in file order, so offsets are stable.
-func ReadSnapshot(ctx context.Context, tbl *table.Table, snap SnapshotRef, opts Options) (*Changes, error) {
+// by data file path, in file order, so offsets are stable. A panic while
+// reading (a decoder meeting a damaged file) is an error.
+func ReadSnapshot(ctx context.Context, tbl *table.Table, snap SnapshotRef, opts Options) (_ *Changes, err error) {
+	defer recoverRead(&err, func() string {
+		return fmt.Sprintf("read %s snapshot %d", tableName(tbl), snap.SnapshotID)
+	})
 	s, c, err := snapshotChanges(tbl, snap, opts)
 	if err != nil {
 		return nil, err
@@ -26,7 +30,11 @@ func ReadSnapshot(ctx context.Context, tbl *table.Table, snap SnapshotRef, opts 
 		tasks = append(tasks, t)
 	}
 	slices.SortFunc(tasks, func(a, b table.FileScanTask) int { return cmp.Compare(a.File.FilePath(), b.File.FilePath()) })
-	batches, err := readTasks(ctx, tbl.Scan(table.WithSnapshotID(s.SnapshotID)), tasks)
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("file IO: %w", err)
+	}
+	batches, err := readTasks(ctx, fs, tbl.Scan(table.WithSnapshotID(s.SnapshotID)), tasks)
 	if err != nil {
 		return nil, fmt.Errorf("read %s snapshot %d: %w", c.Table, c.SnapshotID, err)
 	}

@@ -29,11 +29,26 @@ func (d *snapshotDelta) pureAppend() bool {
 // readManifestList returns the manifests of a snapshot, naming the manifest
 // list in the error (a damaged table must say which file is missing).
 func readManifestList(fs icebergio.IO, snap *table.Snapshot) ([]iceberg.ManifestFile, error) {
+	if err := hasManifestList(snap); err != nil {
+		return nil, err
+	}
 	manifests, err := snap.Manifests(fs)
 	if err != nil {
 		return nil, fmt.Errorf("read manifest list %s of snapshot %d: %w", snap.ManifestList, snap.SnapshotID, err)
 	}
 	return manifests, nil
+}
+
+// hasManifestList refuses a snapshot that names neither a manifest list nor
+// manifests: iceberg-go reads it as a snapshot of no files (nil, nil), so
+// its changes would be indexed as none, forever, and its live rows as an
+// empty table. Every snapshot of a valid table names one (an empty table's
+// names an empty list).
+func hasManifestList(snap *table.Snapshot) error {
+	if snap.ManifestList == "" && len(snap.ManifestLocations) == 0 {
+		return fmt.Errorf("snapshot %d names no manifest list: its metadata is damaged", snap.SnapshotID)
+	}
+	return nil
 }
 
 // readManifest returns the entries of one manifest (deleted entries kept),

@@ -138,6 +138,13 @@ func (r remapIO) Remove(name string) error {
 	return r.inner.Remove(mapped)
 }
 
+// Location returns where name is read from. Tables copied from one
+// another record the same locations for different files: whatever keeps
+// facts about a file's bytes keys them by this, not by the recorded name.
+func (r remapIO) Location(name string) string {
+	return applyRemaps(r.remaps, name)
+}
+
 // ReadFile keeps the inner IO's fast path (iceberg-go reads metadata files
 // through it when present).
 func (r remapIO) ReadFile(name string) ([]byte, error) {

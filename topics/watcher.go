@@ -33,7 +33,10 @@ type watcher struct {
 	lsmLog     *changelog.LSMLog
 	lastMeta   string
 	lastErr    string
-	firstSync  chan struct{}
+	// failures counts the polls in a row that failed: a damaged table is
+	// retried with backoff (see retryDelay), not re-read every interval.
+	failures  int
+	firstSync chan struct{}
 
 	// prev is the stopped watcher this one succeeds under the same topic
 	// name, nil if none. Both write the topic's index: run waits for prev
@@ -81,8 +84,26 @@ func (w *watcher) run() {
 			first = false
 			close(w.firstSync)
 		}
-		timer.Reset(w.r.cfg.PollInterval)
+		timer.Reset(retryDelay(w.r.cfg.PollInterval, w.failures))
 	}
+}
+
+// maxRetryDelay bounds the backoff of a failing table: a repaired table
+// (a restored file) is served again within it.
+const maxRetryDelay = 30 * time.Second
+
+// retryDelay is the wait before the next poll after failures failed polls
+// in a row: the poll interval, doubled per failure up to maxRetryDelay.
+// Each retry of a damaged snapshot reads its files again.
+func retryDelay(interval time.Duration, failures int) time.Duration {
+	d := interval
+	for range min(failures, 16) {
+		if d >= maxRetryDelay {
+			break
+		}
+		d *= 2
+	}
+	return min(d, max(maxRetryDelay, interval))
 }
 
 // poll reloads the table and indexes what is new. Errors are logged once
@@ -94,6 +115,7 @@ func (w *watcher) poll(ctx context.Context) {
 		return
 	}
 	if err != nil {
+		w.failures++
 		var le *loadError
 		transient := errors.As(err, &le)
 		if msg := err.Error(); msg != w.lastErr {
@@ -112,6 +134,7 @@ func (w *watcher) poll(ctx context.Context) {
 		}
 		return
 	}
+	w.failures = 0
 	if w.lastErr != "" {
 		w.log.Info().Msg("table indexing recovered")
 		w.lastErr = ""
