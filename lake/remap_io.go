@@ -141,8 +141,13 @@ func (r remapIO) Remove(name string) error {
 // Location returns where name is read from. Tables copied from one
 // another record the same locations for different files: whatever keeps
 // facts about a file's bytes keys them by this, not by the recorded name.
+// A name outside every remap is returned as recorded: Open refuses it.
 func (r remapIO) Location(name string) string {
-	return applyRemaps(r.remaps, name)
+	loc, err := applyRemaps(r.remaps, name)
+	if err != nil {
+		return name
+	}
+	return loc
 }
 
 // ReadFile keeps the inner IO's fast path (iceberg-go reads metadata files
