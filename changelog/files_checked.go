@@ -1,10 +1,9 @@
 package changelog
 
 import (
-	"sync"
-
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
+	lru "github.com/hashicorp/golang-lru/v2"
 )
 
 // checkedKey identifies the bytes of a file that decoded without fault:
@@ -36,45 +35,25 @@ func checkedKeyOf(fs icebergio.IO, f iceberg.DataFile) checkedKey {
 // beyond it the oldest are forgotten and checked again when read again.
 const maxCheckedFiles = 1 << 16
 
-// checkedSet is a bounded set of checked files, oldest forgotten first.
-// Safe for concurrent use.
+// checkedSet is a bounded set of checked files, least recently used
+// forgotten first (golang-lru, safe for concurrent use).
 type checkedSet struct {
-	mu    sync.Mutex
-	keys  map[checkedKey]struct{}
-	order []checkedKey // a ring of the keys, next slot at next
-	next  int
+	lru *lru.Cache[checkedKey, struct{}]
 }
 
-// filesChecked holds the files of every table this process derived from:
-// a path names the same bytes in every table that refers to it.
-var filesChecked = &checkedSet{keys: map[checkedKey]struct{}{}}
+var filesChecked = newCheckedSet()
 
-func (s *checkedSet) has(k checkedKey) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	_, ok := s.keys[k]
-	return ok
-}
-
-func (s *checkedSet) add(k checkedKey) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.keys[k]; ok {
-		return
+func newCheckedSet() *checkedSet {
+	c, err := lru.New[checkedKey, struct{}](maxCheckedFiles)
+	if err != nil {
+		panic(err) // only for a size <= 0, a constant here
 	}
-	if len(s.order) < maxCheckedFiles {
-		s.order = append(s.order, k)
-	} else {
-		delete(s.keys, s.order[s.next])
-		s.order[s.next] = k
-		s.next = (s.next + 1) % maxCheckedFiles
-	}
-	s.keys[k] = struct{}{}
+	return &checkedSet{lru: c}
 }
+
+func (s *checkedSet) has(k checkedKey) bool { return s.lru.Contains(k) }
+
+func (s *checkedSet) add(k checkedKey) { s.lru.Add(k, struct{}{}) }
 
 // forget drops every key: tests damage a file after it was checked.
-func (s *checkedSet) forget() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.keys, s.order, s.next = map[checkedKey]struct{}{}, nil, 0
-}
+func (s *checkedSet) forget() { s.lru.Purge() }
