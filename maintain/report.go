@@ -97,7 +97,10 @@ type OrphanReport struct {
 	// Kept are unreferenced files kept because lakegw's LSM changelog
 	// needs them (Retention.KeepFiles, or the LSM default).
 	Kept int
-	Took time.Duration
+	// LostCommits are metadata files of commits that lost their race in
+	// the catalog, removed without waiting for the grace period.
+	LostCommits int
+	Took        time.Duration
 }
 
 // String renders the report for a person.
@@ -139,6 +142,9 @@ func (r Report) String() string {
 		fmt.Fprintf(&b, "  orphans:             not looked for in this pass\n")
 	} else {
 		fmt.Fprintf(&b, "  orphans:             %d found older than %s, %d removed, %d kept for the LSM changelog\n", o.Found, o.Grace, o.Removed, o.Kept)
+		if o.LostCommits > 0 {
+			fmt.Fprintf(&b, "  lost commits:        %d metadata files no commit can reach, removed\n", o.LostCommits)
+		}
 	}
 	fmt.Fprintf(&b, "  metadata files:      %d\n", r.MetadataFiles)
 	return b.String()
