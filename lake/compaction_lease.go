@@ -67,6 +67,12 @@ func LoadUnleased(ctx context.Context, cat catalog.Catalog, ident table.Identifi
 	for {
 		tbl, err := cat.LoadTable(ctx, ident)
 		if err != nil {
+			// A cancel in the middle of the SQL catalog's transaction
+			// surfaces as database/sql's "transaction has already been
+			// committed or rolled back": the caller must see the cancel.
+			if ctxErr := ctx.Err(); ctxErr != nil {
+				err = ctxErr
+			}
 			return nil, fmt.Errorf("load %s: %w", strings.Join(ident, "."), err)
 		}
 		until, held := CompactionLeaseUntil(tbl.Properties(), time.Now())
