@@ -24,23 +24,11 @@ import (
 func TestConsumerInsideACompactedPrefixIsRedelivered(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
-	w := newTableWriter(t, dir, "e2e", "events")
-	w.appendRows(10) // ids 1..10 at offsets 0..9
-	tbl, err := w.cat.LoadTable(ctx, w.ident)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tbl.Delete(ctx, iceberg.LessThanEqual(iceberg.Reference("id"), int64(4)), nil); err != nil {
-		t.Fatal(err) // 4 deletes at offsets 10..13
-	}
+	w := newPrefixTable(t, dir)
 	g := startGateway(t, dir, "")
 
 	mat := map[int64]string{}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(g.addr),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl := consumerAt(t, g, kgo.NewOffset().AtStart())
 	first := consumeN(t, cl, 10, 30*time.Second)
 	cl.Close()
 	var lastEpoch int32
@@ -50,34 +38,13 @@ func TestConsumerInsideACompactedPrefixIsRedelivered(t *testing.T) {
 	}
 
 	// Expire the first snapshot; then one more snapshot (ids 11..15).
-	tbl, err = w.cat.LoadTable(ctx, w.ident)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tx := tbl.NewTransaction()
-	if err := tx.ExpireSnapshots(table.WithRetainLast(1), table.WithOlderThan(0)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
+	expireAllBut(t, w, 1)
 	w.appendRows(5)
-	probe := mustClient(t, g.addr)
-	deadline := time.Now().Add(20 * time.Second)
-	for p := rawFetch(t, probe, topic, 8, 12); p.LogStartOffset != 8 || p.HighWatermark != 19; p = rawFetch(t, probe, topic, 8, 12) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the topic did not become prefix 8..13 + 5 inserts: log start %d, hwm %d", p.LogStartOffset, p.HighWatermark)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitForPrefix(t, g, 19)
 
 	// The consumer resumes where it was, knowing the epoch of its last
 	// record (as a group consumer's committed offset does).
-	cl, err = kgo.NewClient(kgo.SeedBrokers(g.addr),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().At(10).WithEpoch(lastEpoch)}}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl = consumerAt(t, g, kgo.NewOffset().At(10).WithEpoch(lastEpoch))
 	defer cl.Close()
 	pollCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -102,15 +69,85 @@ func TestConsumerInsideACompactedPrefixIsRedelivered(t *testing.T) {
 		t.Fatalf("the consumer inside the prefix was not told of the truncation to 8 (data loss: %+v)", lost)
 	}
 
-	tbl, err = w.cat.LoadTable(ctx, w.ident)
+	assertMatchesScan(t, w, mat)
+}
+
+// newPrefixTable writes the table both prefix tests start from: ids 1..10
+// at offsets 0..9, then the delete of ids 1..4 at offsets 10..13, whose
+// live rows (ids 5..10) become the prefix 8..13 once the first expires.
+func newPrefixTable(t *testing.T, dir string) *tableWriter {
+	t.Helper()
+	w := newTableWriter(t, dir, "e2e", "events")
+	w.appendRows(10)
+	tbl, err := w.cat.LoadTable(context.Background(), w.ident)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for id, want := range scanNames(t, tbl) {
-		if got, ok := mat[id]; !ok || got != want {
-			t.Errorf("id %d: materialized %q (present %v), scan %q", id, got, ok, want)
+	if _, err := tbl.Delete(context.Background(), iceberg.LessThanEqual(iceberg.Reference("id"), int64(4)), nil); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// expireAllBut expires every snapshot of w's table but the newest keep,
+// as any Iceberg writer's expire_snapshots does.
+func expireAllBut(t *testing.T, w *tableWriter, keep int) {
+	t.Helper()
+	ctx := context.Background()
+	tbl, err := w.cat.LoadTable(ctx, w.ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx := tbl.NewTransaction()
+	if err := tx.ExpireSnapshots(table.WithRetainLast(keep), table.WithOlderThan(0)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitForPrefix waits until the gateway serves the prefix 8..13 of
+// newPrefixTable's table with the high watermark hwm.
+func waitForPrefix(t *testing.T, g *gateway, hwm int64) {
+	t.Helper()
+	probe := mustClient(t, g.addr)
+	deadline := time.Now().Add(20 * time.Second)
+	for p := rawFetch(t, probe, topic, 8, 12); p.LogStartOffset != 8 || p.HighWatermark != hwm; p = rawFetch(t, probe, topic, 8, 12) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the topic did not become the prefix 8..13 up to %d: log start %d, hwm %d", hwm, p.LogStartOffset, p.HighWatermark)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// consumerAt is a franz-go client consuming partition 0 of the topic from
+// off; the caller closes it.
+func consumerAt(t *testing.T, g *gateway, off kgo.Offset) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(g.addr),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: off}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cl
+}
+
+// assertMatchesScan checks that every row of an iceberg-go scan of w's
+// table is in mat, and returns the scan.
+func assertMatchesScan(t *testing.T, w *tableWriter, mat map[int64]string) map[int64]string {
+	t.Helper()
+	tbl, err := w.cat.LoadTable(context.Background(), w.ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := scanNames(t, tbl)
+	for id, name := range want {
+		if got, ok := mat[id]; !ok || got != name {
+			t.Errorf("id %d: materialized %q (present %v), scan %q", id, got, ok, name)
 		}
 	}
+	return want
 }
 
 // applyDebezium applies one debezium-json record to a table of id -> name.
@@ -150,4 +187,56 @@ func scanNames(t *testing.T, tbl *table.Table) map[int64]string {
 		}
 	}
 	return out
+}
+
+// TestConsumerPastACompactedPrefixReadsOn: a franz-go consumer following
+// the head has read three snapshots (offsets 0..18) when the oldest
+// expires and the live rows of the second become a compacted prefix over
+// offsets 8..13. Its last record, the third snapshot's, is still served
+// at its offset: it must read on from 19 with no truncation and no record
+// delivered twice, as a Kafka consumer past a compacted segment does.
+// (With one epoch for the whole log, every expiry told it its epoch ended
+// at the prefix's base, and it read the whole table again.)
+func TestConsumerPastACompactedPrefixReadsOn(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	w := newPrefixTable(t, dir)
+	w.appendRows(5) // ids 11..15 at offsets 14..18
+	g := startGateway(t, dir, "")
+
+	mat := map[int64]string{}
+	cl := consumerAt(t, g, kgo.NewOffset().AtStart())
+	defer cl.Close()
+	for _, r := range consumeN(t, cl, 19, 30*time.Second) {
+		applyDebezium(t, mat, r)
+	}
+
+	// Expire the first snapshot only; then one more (ids 16..20).
+	expireAllBut(t, w, 2)
+	waitForPrefix(t, g, 19)
+	w.appendRows(5)
+
+	pollCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	next := int64(19)
+	for next < 24 {
+		fs := cl.PollFetches(pollCtx)
+		if pollCtx.Err() != nil {
+			t.Fatalf("consumer stopped at offset %d before the high watermark 24", next)
+		}
+		for _, e := range fs.Errors() {
+			t.Fatalf("a consumer past the prefix got %v", e.Err)
+		}
+		for _, r := range fs.Records() {
+			if r.Offset != next {
+				t.Fatalf("record at offset %d, want %d: a consumer past the prefix must read on, not again", r.Offset, next)
+			}
+			applyDebezium(t, mat, r)
+			next = r.Offset + 1
+		}
+	}
+
+	if want := assertMatchesScan(t, w, mat); len(mat) != len(want) {
+		t.Errorf("materialized %d rows, scan %d", len(mat), len(want))
+	}
 }

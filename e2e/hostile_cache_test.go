@@ -35,17 +35,21 @@ func TestHostileCacheReRegisteredFormat(t *testing.T) {
 	g := startGateway(t, dataDir, "")
 
 	before := consumeAllOf(t, g.addr, ident, n)
-	oldEpoch := before[0].LeaderEpoch
+	// Each snapshot's records carry their own epoch (non-decreasing);
+	// oldEpoch is the newest of them, the one a consumer would validate.
+	var oldEpoch int32 = -1
 	for _, r := range before {
-		if !bytes.HasPrefix(r.Value, []byte(`{"before":`)) || r.LeaderEpoch != oldEpoch {
-			t.Fatalf("offset %d before the change: epoch %d value %s, want debezium-json under epoch %d", r.Offset, r.LeaderEpoch, r.Value, oldEpoch)
+		if !bytes.HasPrefix(r.Value, []byte(`{"before":`)) || r.LeaderEpoch < oldEpoch {
+			t.Fatalf("offset %d before the change: epoch %d value %s, want debezium-json under an epoch of at least %d", r.Offset, r.LeaderEpoch, r.Value, oldEpoch)
 		}
+		oldEpoch = r.LeaderEpoch
 	}
+	adm := kadm.NewClient(mustClient(t, g.addr))
+	servedEpoch := hostileCacheEpochAbove(t, adm, ident, oldEpoch-1)
 
 	setTableProps(t, w.cat, w.ident, map[string]string{"lakegw.format": "upsert"})
 	fidRegister(t, dataDir, ident, metadataOf())
-	adm := kadm.NewClient(mustClient(t, g.addr))
-	newEpoch := hostileCacheEpochAbove(t, adm, ident, oldEpoch)
+	newEpoch := hostileCacheEpochAbove(t, adm, ident, servedEpoch)
 
 	checkUpsert := func(g *gateway, when string) {
 		t.Helper()

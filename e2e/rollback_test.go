@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -22,6 +23,11 @@ func TestRollbackBumpsLeaderEpochAndClientsSeeTruncation(t *testing.T) {
 	cl := mustClient(t, g.addr)
 	if p := rawFetch(t, cl, topic, 0, 12); p.HighWatermark != 10 {
 		t.Fatalf("hwm %d before rollback", p.HighWatermark)
+	}
+	// Each snapshot's records carry their own epoch.
+	kept, dropped := batchEpochAt(t, cl, 0), batchEpochAt(t, cl, 4)
+	if dropped <= kept {
+		t.Fatalf("the second snapshot's epoch %d is not above the first's %d", dropped, kept)
 	}
 
 	ctx := context.Background()
@@ -47,14 +53,17 @@ func TestRollbackBumpsLeaderEpochAndClientsSeeTruncation(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 
-	// OffsetForLeaderEpoch: epoch 0 ended where the kept snapshot ends.
+	current := metadataEpoch(t, cl)
+	// OffsetForLeaderEpoch of the dropped snapshot's epoch: the newest
+	// epoch not after it is the kept snapshot's, which ends where that
+	// snapshot ends.
 	req := kmsg.NewPtrOffsetForLeaderEpochRequest()
 	req.Version = 4
 	req.ReplicaID = -1
 	rt := kmsg.NewOffsetForLeaderEpochRequestTopic()
 	rt.Topic = topic
 	rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
-	rp.LeaderEpoch, rp.CurrentLeaderEpoch = 0, 1
+	rp.LeaderEpoch, rp.CurrentLeaderEpoch = dropped, current
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
 	resp, err := req.RequestWith(ctx, cl)
@@ -62,19 +71,20 @@ func TestRollbackBumpsLeaderEpochAndClientsSeeTruncation(t *testing.T) {
 		t.Fatal(err)
 	}
 	op := resp.Topics[0].Partitions[0]
-	if op.ErrorCode != 0 || op.LeaderEpoch != 0 || op.EndOffset != 4 {
-		t.Fatalf("OffsetForLeaderEpoch(0): code %d epoch %d end %d, want epoch 0 ending at 4", op.ErrorCode, op.LeaderEpoch, op.EndOffset)
+	if op.ErrorCode != 0 || op.LeaderEpoch != kept || op.EndOffset != 4 {
+		t.Fatalf("OffsetForLeaderEpoch(%d): code %d epoch %d end %d, want epoch %d ending at 4", dropped, op.ErrorCode, op.LeaderEpoch, op.EndOffset, kept)
 	}
 
 	// Fetch v12 from where the old history ended, saying the last record
-	// came from epoch 0: the answer is the diverging epoch, not records.
+	// came from the dropped snapshot: the answer is the diverging epoch,
+	// not records.
 	f := kmsg.NewPtrFetchRequest()
 	f.Version = 12
 	f.ReplicaID, f.MaxBytes = -1, 1<<20
 	ft := kmsg.NewFetchRequestTopic()
 	ft.Topic = topic
 	fp := kmsg.NewFetchRequestTopicPartition()
-	fp.FetchOffset, fp.LastFetchedEpoch, fp.CurrentLeaderEpoch, fp.PartitionMaxBytes = 10, 0, 1, 1<<20
+	fp.FetchOffset, fp.LastFetchedEpoch, fp.CurrentLeaderEpoch, fp.PartitionMaxBytes = 10, dropped, current, 1<<20
 	ft.Partitions = append(ft.Partitions, fp)
 	f.Topics = append(f.Topics, ft)
 	fr, err := f.RequestWith(ctx, cl)
@@ -82,11 +92,11 @@ func TestRollbackBumpsLeaderEpochAndClientsSeeTruncation(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := fr.Topics[0].Partitions[0]
-	if p.DivergingEpoch.Epoch != 0 || p.DivergingEpoch.EndOffset != 4 || len(p.RecordBatches) != 0 {
+	if p.DivergingEpoch.Epoch != kept || p.DivergingEpoch.EndOffset != 4 || len(p.RecordBatches) != 0 {
 		t.Fatalf("fetch after rollback: diverging %+v, %d bytes of records", p.DivergingEpoch, len(p.RecordBatches))
 	}
-	// A client still on epoch 0 is fenced.
-	fp.CurrentLeaderEpoch, fp.LastFetchedEpoch, fp.FetchOffset = 0, -1, 0
+	// A client that last saw the epoch before the rollback is fenced.
+	fp.CurrentLeaderEpoch, fp.LastFetchedEpoch, fp.FetchOffset = dropped, -1, 0
 	ft.Partitions[0] = fp
 	f.Topics[0] = ft
 	fr, err = f.RequestWith(ctx, cl)
@@ -99,4 +109,37 @@ func TestRollbackBumpsLeaderEpochAndClientsSeeTruncation(t *testing.T) {
 	// Reading the new history from the start gives the kept snapshot and
 	// the new one.
 	checkRecords(t, w, consumeAll(t, g.addr, 7))
+}
+
+// batchEpochAt is the leader epoch of the record batch at offset of
+// partition 0 of topic (its PartitionLeaderEpoch field).
+func batchEpochAt(t *testing.T, cl *kgo.Client, offset int64) int32 {
+	t.Helper()
+	p := rawFetch(t, cl, topic, offset, 12)
+	if len(p.RecordBatches) < 61 {
+		t.Fatalf("no record batch at offset %d (code %d)", offset, p.ErrorCode)
+	}
+	var b kmsg.RecordBatch
+	if err := b.ReadFrom(p.RecordBatches); err != nil {
+		t.Fatalf("batch at %d: %v", offset, err)
+	}
+	return b.PartitionLeaderEpoch
+}
+
+// metadataEpoch is the leader epoch Metadata gives for partition 0 of topic.
+func metadataEpoch(t *testing.T, cl *kgo.Client) int32 {
+	t.Helper()
+	req := kmsg.NewPtrMetadataRequest()
+	req.Version = 9
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(context.Background(), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		t.Fatalf("metadata of %s: %d topics", topic, len(resp.Topics))
+	}
+	return resp.Topics[0].Partitions[0].LeaderEpoch
 }

@@ -121,11 +121,11 @@ func (a *readAhead) work(t *topics.Topic, k aheadKey, st *aheadState) {
 	defer func() { <-a.slots }()
 	for {
 		a.mu.Lock()
-		// The segment and the epoch from one view: a batch located after
-		// a truncation must not be cached under the epoch before it.
+		// The segment and the fence epoch from one view: a partition
+		// rewritten since the read-ahead began is not read ahead.
 		v := t.Index.View(k.partition)
 		seg, ok := v.Locate(st.next)
-		if !ok || st.next >= st.target || a.ctx.Err() != nil || v.LeaderEpoch() != k.epoch {
+		if !ok || st.next >= st.target || a.ctx.Err() != nil || v.FenceEpoch() != k.epoch {
 			st.workers--
 			if st.workers == 0 {
 				delete(a.parts, k)
@@ -137,14 +137,14 @@ func (a *readAhead) work(t *topics.Topic, k aheadKey, st *aheadState) {
 		st.next = seg.BaseOffset + last
 		a.mu.Unlock()
 
-		key := batchKeyOf(t, k.partition, k.epoch, seg.BaseOffset+first, k.compression)
+		key := batchKeyOf(t, k.partition, seg.Epoch, seg.BaseOffset+first, k.compression)
 		if a.r.cache.has(key) {
 			continue
 		}
 		if a.r.claim(key) != nil {
 			continue // a consumer or another worker is on it
 		}
-		batch, err := a.r.encodeAndCache(a.ctx, t, seg, k.partition, k.epoch, k.compression, first, last, key, false)
+		batch, err := a.r.encodeAndCache(a.ctx, t, seg, k.partition, seg.Epoch, k.compression, first, last, key, false)
 		if err != nil {
 			a.log.Debug().Err(err).Str("topic", k.topic).Int32("partition", k.partition).Msg("read-ahead stopped")
 			a.mu.Lock()

@@ -118,7 +118,9 @@ func (r *Reader) read(ctx context.Context, t *topics.Topic, v *offsets.View, p i
 	if offset < v.LogStart() || offset > v.HighWatermark() {
 		return ErrOffsetOutOfRange
 	}
-	epoch := v.LeaderEpoch()
+	// Each batch carries its snapshot's epoch (offsets/epochs.go); the
+	// read-ahead follows the partition as long as no rewrite intervenes.
+	fence := v.FenceEpoch()
 	start := s.n
 	// Reading old snapshots means planning and decoding them; once some
 	// batches are in hand, answer rather than let one fetch run past the
@@ -130,8 +132,8 @@ func (r *Reader) read(ctx context.Context, t *topics.Topic, v *offsets.View, p i
 	var encoded bool
 	regone := 0 // segments found gone, looked up again
 	defer func() {
-		if encoded || r.ahead.following(t.Name, p, epoch, compression) {
-			r.ahead.advance(t, p, epoch, compression, offset)
+		if encoded || r.ahead.following(t.Name, p, fence, compression) {
+			r.ahead.advance(t, p, fence, compression, offset)
 		}
 	}()
 	for {
@@ -143,7 +145,7 @@ func (r *Reader) read(ctx context.Context, t *topics.Topic, v *offsets.View, p i
 			return nil // at the high watermark
 		}
 		first, last := r.batchBounds(seg, offset)
-		key := batchKeyOf(t, p, epoch, seg.BaseOffset+first, compression)
+		key := batchKeyOf(t, p, seg.Epoch, seg.BaseOffset+first, compression)
 		room := maxBytes - (s.n - start)
 		if s.n == start {
 			room = math.MaxInt // the first batch goes out whatever its size
@@ -163,7 +165,7 @@ func (r *Reader) read(ctx context.Context, t *topics.Topic, v *offsets.View, p i
 				}
 				continue
 			}
-			batch, err := r.encodeAndCache(ctx, t, seg, p, epoch, compression, first, last, key, true)
+			batch, err := r.encodeAndCache(ctx, t, seg, p, seg.Epoch, compression, first, last, key, true)
 			if errors.Is(err, topics.ErrSegmentGone) && regone < 3 {
 				// The index was realigned under this read (an expiry
 				// or a rollback): answer what is in hand, or look the
@@ -178,7 +180,7 @@ func (r *Reader) read(ctx context.Context, t *topics.Topic, v *offsets.View, p i
 				if offset < v.LogStart() || offset > v.HighWatermark() {
 					return ErrOffsetOutOfRange
 				}
-				epoch = v.LeaderEpoch() // the realignment started a new one
+				fence = v.FenceEpoch() // the realignment was a rewrite
 				continue
 			}
 			if err != nil {

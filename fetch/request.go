@@ -189,11 +189,14 @@ func (r *Reader) readPartition(ctx context.Context, t *topics.Topic, version int
 	hw := v.HighWatermark()
 	op.HighWatermark, op.LastStableOffset, op.LogStartOffset = hw, hw, v.LogStart()
 	if version >= 9 && rp.CurrentLeaderEpoch >= 0 {
-		switch epoch := v.LeaderEpoch(); {
-		case rp.CurrentLeaderEpoch < epoch:
+		// Only a rewrite fences: the leader epoch rises with every
+		// snapshot (offsets/epochs.go), and a client that has not seen
+		// the newest one still holds offsets that mean what they did.
+		switch {
+		case rp.CurrentLeaderEpoch < v.FenceEpoch():
 			op.ErrorCode = kerr.FencedLeaderEpoch.Code
 			return
-		case rp.CurrentLeaderEpoch > epoch:
+		case rp.CurrentLeaderEpoch > v.LeaderEpoch():
 			op.ErrorCode = kerr.UnknownLeaderEpoch.Code
 			return
 		}

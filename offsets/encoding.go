@@ -36,19 +36,42 @@ func (t *Topic) SetEncoding(ctx context.Context, encoding string) (raised bool, 
 	}
 	st := t.st
 	st.Encoding = encoding
+	parts := t.parts
 	if t.st.Encoding != "" {
 		raised = true
-		epoch := t.leaderEpoch + 1
+		epoch, err := nextEpoch(t.name, t.leaderEpoch)
+		if err != nil {
+			return false, err
+		}
+		// Every record is served anew under one epoch: a consumer that
+		// read any of them under an older one reads them again.
 		st.Epochs = make([][]state.EpochStart, len(t.st.Epochs))
+		parts = make([][]Segment, len(t.parts))
 		for p := range t.parts {
 			start := View{segs: t.parts[p], epochs: t.st.Epochs[p]}.LogStart()
 			st.Epochs[p] = truncateEpochs(t.st.Epochs[p], epoch, start)
+			parts[p] = append([]Segment(nil), t.parts[p]...)
+			for i := range parts[p] {
+				parts[p][i].Epoch = epoch
+			}
 		}
-	}
-	// The segments are unchanged: only the topic state is written.
-	if err := t.store.AppendSegments(ctx, st, nil); err != nil {
+		if err := t.store.ReplaceTopic(ctx, st, flatten(parts)); err != nil {
+			return false, err
+		}
+	} else if err := t.store.AppendSegments(ctx, st, nil); err != nil {
+		// The segments are unchanged: only the topic state is written.
 		return false, err
 	}
+	t.parts = parts
 	t.setState(st)
 	return raised, nil
+}
+
+// flatten lists the segments of every partition.
+func flatten(parts [][]Segment) []Segment {
+	var all []Segment
+	for _, segs := range parts {
+		all = append(all, segs...)
+	}
+	return all
 }

@@ -46,14 +46,20 @@ type Topic struct {
 	mu    sync.RWMutex
 	st    state.TopicState
 	parts [][]Segment
-	// leaderEpoch is the newest epoch of any partition in st (setState).
+	// leaderEpoch is the newest epoch of the topic, of its segments or
+	// its epoch list (epochs.go); fenceEpoch the newest of its epoch list,
+	// the last rewrite: a client whose current epoch is older may hold a
+	// position whose records changed, and is fenced so that it validates.
 	leaderEpoch int32
+	fenceEpoch  int32
 }
 
-// setState replaces the persisted state, with mu held for writing.
+// setState replaces the persisted state, with mu held for writing and
+// parts already in place.
 func (t *Topic) setState(st state.TopicState) {
 	t.st = st
-	t.leaderEpoch = maxEpoch(st.Epochs)
+	t.fenceEpoch = maxEpoch(st.Epochs)
+	t.leaderEpoch = topEpoch(st, t.parts)
 }
 
 // Open loads the index of a topic, creating an empty one when it has never
@@ -71,7 +77,6 @@ func Open(ctx context.Context, store *state.Store, topic, tableUUID string, part
 	}
 	t := &Topic{store: store, name: topic, partitions: partitions}
 	if found && st.TableUUID == tableUUID && st.Partitions == partitions && len(st.Epochs) == int(partitions) {
-		t.setState(st)
 		t.parts = make([][]Segment, partitions)
 		for _, g := range segs {
 			if g.Partition < 0 || g.Partition >= partitions {
@@ -87,11 +92,22 @@ func Open(ctx context.Context, store *state.Store, topic, tableUUID string, part
 			}
 			t.parts[g.Partition] = append(t.parts[g.Partition], g)
 		}
+		for _, segs := range t.parts {
+			raiseToMonotonic(segs)
+		}
+		t.setState(st)
 		return t, t.checkConsistent()
 	}
 	epoch := int32(0)
 	if found {
-		epoch = maxEpoch(st.Epochs) + 1
+		top := maxEpoch(st.Epochs)
+		for _, g := range segs {
+			top = max(top, g.Epoch)
+		}
+		var err error
+		if epoch, err = nextEpoch(topic, top); err != nil {
+			return nil, err
+		}
 	}
 	st = state.TopicState{Topic: topic, TableUUID: tableUUID, Partitions: partitions, Epochs: make([][]state.EpochStart, partitions)}
 	t.parts = make([][]Segment, partitions)
@@ -169,7 +185,7 @@ func (t *Topic) Append(ctx context.Context, snaps []Snapshot) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	n := t.st.Partitions
-	epoch := maxEpoch(t.st.Epochs)
+	epoch := t.leaderEpoch
 	ends := make([]int64, n)
 	for p := range ends {
 		ends[p] = t.endLocked(int32(p))
@@ -180,6 +196,7 @@ func (t *Topic) Append(ctx context.Context, snaps []Snapshot) error {
 		if int32(len(s.Counts)) != n {
 			return fmt.Errorf("topic %s: snapshot %d has counts for %d partitions, want %d", t.st.Topic, s.SnapshotID, len(s.Counts), n)
 		}
+		epoch = segmentEpoch(s.Kind, s.SequenceNumber, epoch)
 		for p := int32(0); p < n; p++ {
 			g := Segment{Kind: s.Kind, Partition: p, SnapshotID: s.SnapshotID, SequenceNumber: s.SequenceNumber,
 				TimestampMs: s.TimestampMs, BaseOffset: ends[p], Count: s.Counts[p], Epoch: epoch}
@@ -194,6 +211,7 @@ func (t *Topic) Append(ctx context.Context, snaps []Snapshot) error {
 	for p := range t.parts {
 		t.parts[p] = append(t.parts[p], newParts[p]...)
 	}
+	t.leaderEpoch = epoch
 	return nil
 }
 
@@ -208,7 +226,10 @@ func (t *Topic) Truncate(ctx context.Context, keep int) error {
 	}
 	st := t.st
 	st.Epochs = make([][]state.EpochStart, len(t.st.Epochs))
-	epoch := maxEpoch(t.st.Epochs) + 1
+	epoch, err := nextEpoch(t.name, t.leaderEpoch)
+	if err != nil {
+		return err
+	}
 	parts := make([][]Segment, len(t.parts))
 	var all []Segment
 	for p := range t.parts {
@@ -257,7 +278,10 @@ func (t *Topic) ResetToPrefix(ctx context.Context, s Snapshot) error {
 	}
 	st := t.st
 	st.Epochs = make([][]state.EpochStart, len(t.parts))
-	epoch := maxEpoch(t.st.Epochs) + 1
+	epoch, err := nextEpoch(t.name, t.leaderEpoch)
+	if err != nil {
+		return err
+	}
 	parts := make([][]Segment, len(t.parts))
 	var all []Segment
 	for p := range t.parts {
@@ -282,25 +306,29 @@ func (t *Topic) ResetToPrefix(ctx context.Context, s Snapshot) error {
 // once older snapshots are expired. Offsets after that snapshot keep their
 // meaning; the prefix ends where the snapshot's segment ended, so the log
 // start moves forward (Kafka log compaction: the prefix never holds more
-// records than the history it replaces). The prefix's offsets change
-// meaning, so it is written under a new leader epoch starting at the
-// prefix's base: clients send no LastFetchedEpoch in practice, so the only
-// truncation they can detect (OffsetForLeaderEpoch on an epoch change) is
-// one whose end is at or below their position. A consumer inside the prefix
-// would otherwise read on from the middle of other records and silently
-// miss rows; one past it is re-delivered the prefix and the history after
-// it, as after a Kafka unclean truncation. The prefix segment records that
-// epoch (Segment.Epoch): a consumer that read the prefix under an older one
-// read other records at its offsets.
+// records than the history it replaces).
+//
+// The prefix's offsets change meaning, so it is written under an epoch of
+// its own, above those of the snapshots it replaces and below the first
+// one kept (epochs.go), and a new leader epoch fences every client so that
+// it validates its position. Clients send no LastFetchedEpoch in practice:
+// OffsetForLeaderEpoch with the epoch of their last record is how they
+// learn of it. One whose last record was replaced is told its epoch ended
+// at the prefix's base and reads the prefix from its start (inside the
+// prefix it would otherwise read on from the middle of other records and
+// silently miss rows); one whose last record is still served reads on.
+// Where the epochs leave no room between the last replaced snapshot and
+// the first kept one (an index written before epochs were per snapshot),
+// the prefix and every segment after it take a new epoch, and every
+// consumer past the prefix's base reads it again.
 func (t *Topic) CompactPrefix(ctx context.Context, through int, live []int64) error {
 	return t.CompactPrefixUnder(ctx, through, live, 0)
 }
 
-// CompactPrefixUnder is CompactPrefix under leader epoch minEpoch, or the
-// next epoch when minEpoch is not above the current one: a table that
-// determines its offsets (a lakegw LSM table) also determines the epoch
-// of each prefix, so every gateway, with or without its state store,
-// serves a prefix under the same epoch.
+// CompactPrefixUnder is CompactPrefix with the prefix's epoch at least
+// minEpoch: a table that determines its offsets (a lakegw LSM table) also
+// determines the epoch of each prefix (PrefixEpoch), so every gateway,
+// with or without its state store, serves a prefix under the same epoch.
 func (t *Topic) CompactPrefixUnder(ctx context.Context, through int, live []int64, minEpoch int32) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -310,9 +338,20 @@ func (t *Topic) CompactPrefixUnder(ctx context.Context, through int, live []int6
 	if int32(len(live)) != t.st.Partitions {
 		return fmt.Errorf("topic %s: live counts for %d partitions, want %d", t.st.Topic, len(live), t.st.Partitions)
 	}
+	prefixEpoch, relabel, err := t.prefixEpochLocked(through, minEpoch)
+	if err != nil {
+		return err
+	}
+	// A new leader epoch fences clients that fetched metadata before the
+	// rewrite, unless the prefix's own epoch is already the newest.
+	fence := int32(0)
+	if prefixEpoch <= t.leaderEpoch {
+		if fence, err = nextEpoch(t.name, t.leaderEpoch); err != nil {
+			return err
+		}
+	}
 	st := t.st
 	st.Epochs = make([][]state.EpochStart, len(t.st.Epochs))
-	epoch := max(maxEpoch(t.st.Epochs)+1, minEpoch)
 	parts := make([][]Segment, len(t.parts))
 	var all []Segment
 	for p := range t.parts {
@@ -325,10 +364,21 @@ func (t *Topic) CompactPrefixUnder(ctx context.Context, through int, live []int6
 				t.st.Topic, p, live[p], last.SnapshotID, replaced)
 		}
 		prefix := Segment{Kind: state.KindCompactedPrefix, Partition: int32(p), SnapshotID: last.SnapshotID,
-			SequenceNumber: last.SequenceNumber, TimestampMs: last.TimestampMs, BaseOffset: end - live[p], Count: live[p], Epoch: epoch}
+			SequenceNumber: last.SequenceNumber, TimestampMs: last.TimestampMs, BaseOffset: end - live[p], Count: live[p], Epoch: prefixEpoch}
 		parts[p] = append([]Segment{prefix}, segs[through+1:]...)
+		if relabel {
+			for i := 1; i < len(parts[p]); i++ {
+				parts[p][i].Epoch = prefixEpoch
+			}
+		}
 		all = append(all, parts[p]...)
-		st.Epochs[p] = truncateEpochs(t.st.Epochs[p], epoch, prefix.BaseOffset)
+		// Epochs before the prefix are gone with their records: a client
+		// asking for one is told it ended at the prefix's base.
+		st.Epochs[p] = []state.EpochStart{{Epoch: prefixEpoch, StartOffset: prefix.BaseOffset}}
+		if fence > 0 {
+			hw := t.endLocked(int32(p))
+			st.Epochs[p] = append(st.Epochs[p], state.EpochStart{Epoch: fence, StartOffset: hw})
+		}
 	}
 	if err := t.store.ReplaceTopic(ctx, st, all); err != nil {
 		return err
@@ -336,6 +386,33 @@ func (t *Topic) CompactPrefixUnder(ctx context.Context, through int, live []int6
 	t.parts = parts
 	t.setState(st)
 	return nil
+}
+
+// prefixEpochLocked picks the epoch of a prefix replacing the first
+// through+1 snapshots: above every epoch of what it replaces and at least
+// minEpoch; relabel is true when that leaves no room below the first kept
+// snapshot's epoch, and the kept segments must take the prefix's epoch.
+func (t *Topic) prefixEpochLocked(through int, minEpoch int32) (epoch int32, relabel bool, err error) {
+	segs := t.parts[0]
+	replaced := segs[through].Epoch // segment epochs rise with the offset
+	for p, es := range t.st.Epochs {
+		last := t.parts[p][through]
+		for _, e := range es {
+			// An epoch starting where the snapshot ends is of what is kept.
+			if e.StartOffset < last.BaseOffset+last.Count {
+				replaced = max(replaced, e.Epoch)
+			}
+		}
+	}
+	if epoch, err = nextEpoch(t.name, replaced); err != nil {
+		return 0, false, err
+	}
+	epoch = max(epoch, minEpoch)
+	if through+1 < len(segs) && epoch >= segs[through+1].Epoch {
+		epoch, err = nextEpoch(t.name, max(t.leaderEpoch, minEpoch-1))
+		return epoch, true, err
+	}
+	return epoch, false, nil
 }
 
 func (t *Topic) endLocked(p int32) int64 {
@@ -370,6 +447,13 @@ func (t *Topic) LeaderEpoch() int32 {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	return t.leaderEpoch
+}
+
+// FenceEpoch is the epoch of the topic's last rewrite (View.FenceEpoch).
+func (t *Topic) FenceEpoch() int32 {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.fenceEpoch
 }
 
 // EpochEnd answers OffsetForLeaderEpoch for partition p (View.EpochEnd).

@@ -18,20 +18,29 @@ import (
 type View struct {
 	segs   []Segment
 	epochs []state.EpochStart
-	// leaderEpoch is the topic's current epoch (the newest of any
-	// partition), the one batches are encoded under.
+	// leaderEpoch is the topic's newest epoch, fenceEpoch its last
+	// rewrite's (Topic.leaderEpoch, Topic.fenceEpoch).
 	leaderEpoch int32
+	fenceEpoch  int32
 }
 
 // View returns partition p's index as it is now.
 func (t *Topic) View(p int32) View {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	return View{segs: t.parts[p], epochs: t.st.Epochs[p], leaderEpoch: t.leaderEpoch}
+	return View{segs: t.parts[p], epochs: t.st.Epochs[p], leaderEpoch: t.leaderEpoch, fenceEpoch: t.fenceEpoch}
 }
 
-// LeaderEpoch is the topic's leader epoch when the view was taken.
+// LeaderEpoch is the topic's leader epoch when the view was taken: the
+// newest epoch of any batch it serves, or of a rewrite.
 func (v View) LeaderEpoch() int32 { return v.leaderEpoch }
+
+// FenceEpoch is the epoch of the topic's last rewrite (a prefix, a
+// rollback, a new encoding) when the view was taken. A client whose
+// current leader epoch is older may hold a position whose records changed:
+// it is fenced, and validates its position with OffsetForLeaderEpoch. A
+// newer snapshot alone changes no record, and fences no one.
+func (v View) FenceEpoch() int32 { return v.fenceEpoch }
 
 // HighWatermark is the offset after the partition's last record.
 func (v View) HighWatermark() int64 {
@@ -64,26 +73,45 @@ func (v View) Locate(offset int64) (Segment, bool) {
 }
 
 // EpochEnd answers OffsetForLeaderEpoch: the largest epoch <= requested and
-// the offset at which it ended (the high watermark for the current epoch).
-// ok is false when requested is newer than any epoch.
+// the offset at which it ended (the high watermark for the newest). The
+// partition's epochs are its segments' (one per snapshot) and its epoch
+// list's (rewrites); both rise with the offset. ok is false when requested
+// is newer than any epoch. A requested epoch older than every one known
+// (its records were compacted away) ends where the partition now starts,
+// as Kafka answers.
 func (v View) EpochEnd(requested int32) (epoch int32, endOffset int64, ok bool) {
-	es := v.epochs
-	if requested > es[len(es)-1].Epoch {
+	if requested > v.leaderEpoch {
 		return 0, 0, false
 	}
-	if requested < es[0].Epoch {
-		// Older than any epoch we know: Kafka answers with the requested
-		// epoch ending where the first known one starts.
-		return requested, es[0].StartOffset, true
+	segs, es := v.segs, v.epochs
+	found := false
+	for _, e := range es {
+		if e.Epoch <= requested && (!found || e.Epoch > epoch) {
+			epoch, found = e.Epoch, true
+		}
 	}
-	// An epoch ends where the earliest later epoch starts (lists written
+	// The first segment of a newer epoch than requested.
+	i := sort.Search(len(segs), func(i int) bool { return segs[i].Epoch > requested })
+	if i > 0 && (!found || segs[i-1].Epoch > epoch) {
+		epoch, found = segs[i-1].Epoch, true
+	}
+	if !found {
+		start := es[0].StartOffset
+		if len(segs) > 0 {
+			start = min(start, segs[0].BaseOffset)
+		}
+		return requested, start, true
+	}
+	// The epoch ends where the first newer one starts (lists written
 	// before truncateEpochs may hold a later epoch starting earlier).
 	end := v.HighWatermark()
-	for i := len(es) - 1; i >= 0; i-- {
-		if es[i].Epoch <= requested {
-			return es[i].Epoch, end, true
+	for _, e := range es {
+		if e.Epoch > epoch {
+			end = min(end, e.StartOffset)
 		}
-		end = min(end, es[i].StartOffset)
 	}
-	return es[0].Epoch, end, true
+	if j := sort.Search(len(segs), func(i int) bool { return segs[i].Epoch > epoch }); j < len(segs) {
+		end = min(end, segs[j].BaseOffset)
+	}
+	return epoch, end, true
 }

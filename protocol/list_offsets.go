@@ -88,10 +88,12 @@ func checkLeaderEpoch(t *topics.Topic, current int32) int16 {
 	if current < 0 {
 		return 0
 	}
-	switch epoch := t.Index.LeaderEpoch(); {
-	case current < epoch:
+	// Only a rewrite fences (offsets.View.FenceEpoch): the leader epoch
+	// rises with every snapshot.
+	switch {
+	case current < t.Index.FenceEpoch():
 		return kerr.FencedLeaderEpoch.Code
-	case current > epoch:
+	case current > t.Index.LeaderEpoch():
 		return kerr.UnknownLeaderEpoch.Code
 	}
 	return 0

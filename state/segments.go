@@ -28,11 +28,10 @@ type Segment struct {
 	TimestampMs    int64
 	BaseOffset     int64
 	Count          int64
-	// Epoch is the leader epoch the segment's offsets were assigned under
-	// (a compacted prefix: the epoch that rewrote them). The epoch list
-	// cannot tell it: a prefix's epoch starts where the prefix ends, and a
-	// later truncation may drop it from the list. -1 for segments stored
-	// before it was recorded.
+	// Epoch is the leader epoch of the segment's records, the one their
+	// batches carry: its snapshot's own (a compacted prefix: the epoch
+	// that rewrote them), rising with the offset (offsets/epochs.go). -1
+	// for segments stored before it was recorded.
 	Epoch int32
 }
 

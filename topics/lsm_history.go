@@ -3,11 +3,11 @@ package topics
 import (
 	"context"
 	"fmt"
-	"math"
 
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/lakegw/lakegw/changelog"
+	"github.com/lakegw/lakegw/offsets"
 )
 
 // refreshLog reads the changelog log an LSM table names and stores it on
@@ -111,9 +111,7 @@ func (w *watcher) tableEnds(tbl *table.Table, ref changelog.SnapshotRef) ([]int6
 }
 
 // prefixEpoch is the leader epoch of a compacted prefix of ref in a table
-// that records its offsets: ref's sequence number, which grows with every
-// move of the prefix, so a gateway that rebuilt its index serves the same
-// epoch as one that compacted the prefix itself.
+// that determines its offsets: the same on every gateway (offsets.PrefixEpoch).
 func prefixEpoch(ref changelog.SnapshotRef) int32 {
-	return int32(min(ref.SequenceNumber, math.MaxInt32))
+	return offsets.PrefixEpoch(ref.SequenceNumber)
 }

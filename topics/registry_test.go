@@ -198,13 +198,19 @@ func TestRollbackTruncatesUnderNewEpoch(t *testing.T) {
 	appendIDs(t, f.cat, ident, 3, 4, 5)
 	waitFor(t, "topic", func() bool { tp, ok := f.reg.Topic("ns.r"); return ok && tp.Index.HighWatermark(0) == 5 })
 	tp, _ := f.reg.Topic("ns.r")
+	dropped, _ := tp.Index.Locate(0, 2)
 
 	rollbackTo(t, f.cat, ident, first.CurrentSnapshot().SnapshotID)
-	waitFor(t, "truncation", func() bool { return tp.Index.LeaderEpoch() == 1 && tp.Index.HighWatermark(0) == 2 })
+	waitFor(t, "truncation", func() bool { return tp.Index.FenceEpoch() > dropped.Epoch && tp.Index.HighWatermark(0) == 2 })
 	appendIDs(t, f.cat, ident, 6)
 	waitFor(t, "new snapshot after rollback", func() bool { return tp.Index.HighWatermark(0) == 3 })
-	if epoch, end, ok := tp.Index.EpochEnd(0, 0); !ok || epoch != 0 || end != 2 {
-		t.Fatalf("epoch 0 ends at %d (%v), want 2", end, ok)
+	// A consumer that read the rolled-back snapshot is told its epoch
+	// ended at 2, where the kept history ends.
+	if epoch, end, ok := tp.Index.EpochEnd(0, dropped.Epoch); !ok || epoch >= dropped.Epoch || end != 2 {
+		t.Fatalf("the rolled-back snapshot's epoch %d ends at %d under %d (%v), want 2 under an older one", dropped.Epoch, end, epoch, ok)
+	}
+	if g, _ := tp.Index.Locate(0, 2); g.Epoch <= tp.Index.FenceEpoch() {
+		t.Fatalf("the snapshot after the rollback has epoch %d, want above the rollback's %d", g.Epoch, tp.Index.FenceEpoch())
 	}
 }
 
@@ -243,18 +249,31 @@ func TestExpiredSnapshotsBecomeACompactedPrefix(t *testing.T) {
 	appendIDs(t, f.cat, ident, 5)
 	waitFor(t, "7 records", func() bool { tp, ok := f.reg.Topic("ns.e"); return ok && tp.Index.HighWatermark(0) == 7 })
 	tp, _ := f.reg.Topic("ns.e")
+	// The epoch of each snapshot's records, as its batches carry it.
+	var epochs [3]int32
+	for i, o := range []int64{0, 4, 6} {
+		g, _ := tp.Index.Locate(0, o)
+		epochs[i] = g.Epoch
+	}
+	leader := tp.Index.LeaderEpoch()
 
 	// Expire the first snapshot: the second (2 live rows) becomes the
 	// compacted prefix in place of the first 6 offsets.
 	expireAllButLast2(t, f.cat, ident)
 	waitFor(t, "compacted prefix", func() bool { return tp.Index.LogStart(0) == 4 })
-	if hw, ep := tp.Index.HighWatermark(0), tp.Index.LeaderEpoch(); hw != 7 || ep != 1 {
-		t.Fatalf("after expiry: hwm %d epoch %d, want 7 1", hw, ep)
+	if hw, ep := tp.Index.HighWatermark(0), tp.Index.FenceEpoch(); hw != 7 || ep <= leader {
+		t.Fatalf("after expiry: hwm %d fence epoch %d, want 7 and above %d, so every client validates", hw, ep, leader)
 	}
-	// Epoch 0 ends at the prefix's base: consumers at offsets 4..6 see
-	// the truncation and reread from 4.
-	if ep, end, ok := tp.Index.EpochEnd(0, 0); !ok || ep != 0 || end != 4 {
-		t.Fatalf("epoch 0 must end at the prefix's base 4: %d %d %v", ep, end, ok)
+	// A consumer whose last record was replaced (at offsets 4..6) sees
+	// the truncation and rereads from 4; one whose last record is the
+	// third snapshot's (at 7) reads on: its epoch ends past it.
+	for i, e := range epochs[:2] {
+		if ep, end, ok := tp.Index.EpochEnd(0, e); !ok || ep > e || end != 4 {
+			t.Fatalf("epoch %d of snapshot %d must end at the prefix's base 4: %d %d %v", e, i+1, ep, end, ok)
+		}
+	}
+	if ep, end, ok := tp.Index.EpochEnd(0, epochs[2]); !ok || ep != epochs[2] || end != 7 {
+		t.Fatalf("epoch %d of the kept snapshot must end at the high watermark 7: %d %d %v", epochs[2], ep, end, ok)
 	}
 	seg, ok := tp.Index.Locate(0, 4)
 	if !ok || seg.Kind != offsets.KindCompactedPrefix {
@@ -285,6 +304,8 @@ func TestAllIndexedSnapshotsExpiredWhileAway(t *testing.T) {
 	appendIDs(t, f.cat, ident, 1, 2, 3)
 	appendIDs(t, f.cat, ident, 4)
 	waitFor(t, "4 records", func() bool { tp, ok := f.reg.Topic("ns.gone"); return ok && tp.Index.HighWatermark(0) == 4 })
+	before, _ := f.reg.Topic("ns.gone")
+	oldEpoch := before.Index.LeaderEpoch()
 	f.stop()
 
 	cat, err := lake.OpenCatalog(ctx, dir, nil)
@@ -299,14 +320,14 @@ func TestAllIndexedSnapshotsExpiredWhileAway(t *testing.T) {
 	// Live rows at the oldest retained snapshot: ids 1-6; then the insert of 7.
 	waitFor(t, "the topic to continue", func() bool { tp, ok := g.reg.Topic("ns.gone"); return ok && tp.Index.HighWatermark(0) == 4+6+1 })
 	tp, _ := g.reg.Topic("ns.gone")
-	if ls, ep := tp.Index.LogStart(0), tp.Index.LeaderEpoch(); ls != 4 || ep != 1 {
-		t.Fatalf("log start %d epoch %d, want 4 1", ls, ep)
+	if ls := tp.Index.LogStart(0); ls != 4 {
+		t.Fatalf("log start %d, want 4", ls)
 	}
 	seg, ok := tp.Index.Locate(0, 4)
-	if !ok || seg.Kind != offsets.KindCompactedPrefix || seg.Count != 6 {
-		t.Fatalf("offset 4: %+v", seg)
+	if !ok || seg.Kind != offsets.KindCompactedPrefix || seg.Count != 6 || seg.Epoch <= oldEpoch {
+		t.Fatalf("offset 4: %+v, want the prefix of 6 rows under an epoch above %d", seg, oldEpoch)
 	}
-	if ep, end, ok := tp.Index.EpochEnd(0, 0); !ok || ep != 0 || end != 4 {
-		t.Fatalf("epoch 0 must end at the old end 4: %d %d %v", ep, end, ok)
+	if ep, end, ok := tp.Index.EpochEnd(0, oldEpoch); !ok || ep > oldEpoch || end != 4 {
+		t.Fatalf("epoch %d must end at the old end 4: %d %d %v", oldEpoch, ep, end, ok)
 	}
 }

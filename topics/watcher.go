@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/apache/iceberg-go/table"
@@ -468,9 +467,9 @@ func (w *watcher) indexPrefix(ctx context.Context, tbl *table.Table, ref changel
 // table whose history begins after expired snapshots under an epoch higher
 // than any an earlier index of it could have used: offsets cannot be
 // rebuilt as they were, and consumers must see a truncation rather than
-// other records at their offsets. Every epoch lakegw starts follows a
-// commit, so the table's last sequence number (the number of snapshots in
-// format v1, which has none) bounds them.
+// other records at their offsets. Epochs follow sequence numbers
+// (offsets.FreshEpoch), so the table's last sequence number (the number
+// of snapshots in format v1, which has none) bounds them.
 func (w *watcher) freshEpoch(ctx context.Context, tbl *table.Table) error {
 	idx := w.topic.Index
 	if idx.Len() > 0 {
@@ -481,7 +480,7 @@ func (w *watcher) freshEpoch(ctx context.Context, tbl *table.Table) error {
 	if meta.Version() == 1 {
 		bound = int64(len(meta.Snapshots()))
 	}
-	epoch := int32(min(bound, math.MaxInt32))
+	epoch := offsets.FreshEpoch(bound)
 	if epoch <= idx.LeaderEpoch() {
 		return nil
 	}

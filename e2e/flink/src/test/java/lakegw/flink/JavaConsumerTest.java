@@ -91,7 +91,8 @@ class JavaConsumerTest {
       c.commitSync();
       OffsetAndMetadata om = c.committed(Set.of(TP)).get(TP);
       assertEquals(end, om.offset());
-      assertEquals(Optional.of(0), om.leaderEpoch(), "the commit carries the leader epoch of the last record");
+      assertEquals(read.get(read.size() - 1).leaderEpoch(), om.leaderEpoch(), "the commit carries the leader epoch of the last record");
+      assertTrue(read.get(read.size() - 1).leaderEpoch().isPresent(), "records carry a leader epoch");
     }
 
     // The table moves on; a restarted member of the group resumes at its
@@ -183,10 +184,14 @@ class JavaConsumerTest {
     running.assign(List.of(TP));
     running.seek(TP, 0);
     pollTo(running, end);
+    // The commit carries the epoch of the last record read, as a
+    // consumer's own commit would: each snapshot has its own epoch.
+    Optional<Integer> lastEpoch = before.get(before.size() - 1).leaderEpoch();
+    assertTrue(lastEpoch.isPresent(), "records carry a leader epoch");
     try (KafkaConsumer<String, String> c = consumer(GROUP, "none")) {
       c.assign(List.of(TP));
-      c.seek(TP, new OffsetAndMetadata(end, Optional.of(0), ""));
-      c.commitSync(Map.of(TP, new OffsetAndMetadata(end, Optional.of(0), "")));
+      c.seek(TP, new OffsetAndMetadata(end, lastEpoch, ""));
+      c.commitSync(Map.of(TP, new OffsetAndMetadata(end, lastEpoch, "")));
     }
 
     Lakegw.rollback(TOPIC, keep.id());
@@ -202,7 +207,7 @@ class JavaConsumerTest {
     }
 
     int validations = Lakegw.apiCalls("OffsetForLeaderEpoch");
-    // A restarted member of the group: its committed position (epoch 0)
+    // A restarted member of the group: its committed position (last epoch)
     // is validated and found truncated.
     try (KafkaConsumer<String, String> c = consumer(GROUP, "none")) {
       c.subscribe(List.of(TOPIC));
