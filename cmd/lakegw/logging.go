@@ -10,7 +10,8 @@ import (
 )
 
 // newLogger returns the process's logger on stderr, with the secrets of the
-// catalog properties scrubbed from every line.
+// catalog properties scrubbed from every line, and routes the standard
+// library's log package (iceberg-go's warnings) into it.
 func newLogger(level, format string, secrets scrubber) (zerolog.Logger, error) {
 	lvl, err := zerolog.ParseLevel(level)
 	if err != nil {
@@ -25,5 +26,7 @@ func newLogger(level, format string, secrets scrubber) (zerolog.Logger, error) {
 	default:
 		return zerolog.Nop(), fmt.Errorf("log format %q: want json or console", format)
 	}
-	return zerolog.New(w).Level(lvl).With().Timestamp().Logger(), nil
+	log := zerolog.New(w).Level(lvl).With().Timestamp().Logger()
+	routeStdLog(log)
+	return log, nil
 }
