@@ -31,12 +31,6 @@ func (p *pass) removeOrphans(ctx context.Context, rep *OrphanReport) error {
 		return fmt.Errorf("orphan cleanup: load %s: %w", p.name, err)
 	}
 	rep.Grace = retentionOf(tbl.Properties(), p.opts).orphanGrace
-	if !p.opts.DryRun {
-		rep.LostCommits, err = removeLostCommits(ctx, tbl)
-		if err != nil {
-			return fmt.Errorf("orphan cleanup of %s: metadata files of lost commits: %w", p.name, err)
-		}
-	}
 	plan, err := tbl.PlanOrphanFiles(ctx, table.WithFilesOlderThan(rep.Grace))
 	if err != nil {
 		return fmt.Errorf("orphan cleanup of %s: plan: %w", p.name, err)
@@ -61,9 +55,6 @@ func (p *pass) removeOrphans(ctx context.Context, rep *OrphanReport) error {
 	rep.Removed, err = removeAll(ctx, tbl, orphans)
 	if err != nil {
 		return fmt.Errorf("orphan cleanup of %s: %w", p.name, err)
-	}
-	if rep.LostCommits > 0 {
-		p.log.Debug().Int("removed", rep.LostCommits).Msg("removed metadata files of lost commits")
 	}
 	if rep.Removed > 0 {
 		p.log.Info().Int("removed", rep.Removed).Int("kept", rep.Kept).Dur("older_than", rep.Grace).Msg("removed orphan files")

@@ -25,6 +25,10 @@ type Report struct {
 	// MetadataFiles is the number of metadata files the table's log
 	// references after the pass (current one included).
 	MetadataFiles int
+	// LostCommits are metadata files of commits that lost their race in
+	// the catalog, removed at every pass without waiting for the orphan
+	// grace period (or found, in a dry run).
+	LostCommits int
 }
 
 // CompactionReport is the small-file compaction step.
@@ -97,10 +101,7 @@ type OrphanReport struct {
 	// Kept are unreferenced files kept because lakegw's LSM changelog
 	// needs them (Retention.KeepFiles, or the LSM default).
 	Kept int
-	// LostCommits are metadata files of commits that lost their race in
-	// the catalog, removed without waiting for the grace period.
-	LostCommits int
-	Took        time.Duration
+	Took time.Duration
 }
 
 // String renders the report for a person.
@@ -142,9 +143,9 @@ func (r Report) String() string {
 		fmt.Fprintf(&b, "  orphans:             not looked for in this pass\n")
 	} else {
 		fmt.Fprintf(&b, "  orphans:             %d found older than %s, %d removed, %d kept for the LSM changelog\n", o.Found, o.Grace, o.Removed, o.Kept)
-		if o.LostCommits > 0 {
-			fmt.Fprintf(&b, "  lost commits:        %d metadata files no commit can reach, removed\n", o.LostCommits)
-		}
+	}
+	if r.LostCommits > 0 {
+		fmt.Fprintf(&b, "  lost commits:        %d metadata files no commit can reach, removed\n", r.LostCommits)
 	}
 	fmt.Fprintf(&b, "  metadata files:      %d\n", r.MetadataFiles)
 	return b.String()

@@ -23,8 +23,9 @@ type pass struct {
 // Run runs one maintenance pass of the table, in this order: cap the
 // metadata files (the table properties, once), expire snapshots (and
 // remove the files only they referenced), compact small data files of a
-// merge-on-read table, merge the current snapshot's manifests, and remove
-// orphans past the grace period. Each step commits on its own, so a
+// merge-on-read table, merge the current snapshot's manifests, remove
+// orphans past the grace period (unless SkipOrphans), and remove the
+// metadata files of lost commits. Each step commits on its own, so a
 // failure leaves the steps before it done; the report says what happened
 // up to the error.
 func Run(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts Options) (Report, error) {
@@ -57,6 +58,18 @@ func Run(ctx context.Context, cat catalog.Catalog, ident table.Identifier, opts 
 	tbl, err := cat.LoadTable(ctx, ident)
 	if err != nil {
 		return rep, fmt.Errorf("load %s after maintenance: %w", p.name, err)
+	}
+	// Every pass, not only with the hourly orphan cleanup: on a streaming
+	// table with racing committers, lost commits leave a metadata file the
+	// size of the whole metadata every few seconds, and listing metadata/
+	// is cheap.
+	if !opts.DryRun {
+		if rep.LostCommits, err = removeLostCommits(ctx, tbl); err != nil {
+			return rep, fmt.Errorf("%s: metadata files of lost commits: %w", p.name, err)
+		}
+		if rep.LostCommits > 0 {
+			p.log.Debug().Int("removed", rep.LostCommits).Msg("removed metadata files of lost commits")
+		}
 	}
 	rep.MetadataFiles = countMetadataFiles(tbl)
 	p.log.Debug().Interface("report", rep).Msg("maintenance pass")
