@@ -193,7 +193,9 @@ func (c *conn) readLoop(ctx context.Context, slots chan<- pending) {
 			return
 		}
 		// Decoding allocates a multiple of the frame: its weight stays
-		// taken from the server-wide budget until the request is handled.
+		// taken from the server-wide budget until the response is written
+		// (Kafka's queued.max.request.bytes), so a client that does not
+		// read its answers holds the budget, not the server's memory.
 		release := func() { c.s.inflight.Release(int64(len(body))) }
 		req, err := parseRequest(body)
 		if err != nil {
@@ -201,7 +203,7 @@ func (c *conn) readLoop(ctx context.Context, slots chan<- pending) {
 			c.s.clientErrs.warn(c.log, malformedRequest).Err(err).Msg(malformedRequest)
 			return
 		}
-		answered := func() { c.outstanding.Add(-1) }
+		answered := func() { release(); c.outstanding.Add(-1) }
 		if req.msg.Key() == kmsg.Fetch.Int16() {
 			// A connection's Fetches are handled one at a time, the next
 			// once the previous answer is written, as a Kafka broker
@@ -216,6 +218,7 @@ func (c *conn) readLoop(ctx context.Context, slots chan<- pending) {
 				return
 			}
 			answered = func() {
+				release()
 				<-c.fetchTurn
 				c.outstanding.Add(-1)
 			}
@@ -225,12 +228,10 @@ func (c *conn) readLoop(ctx context.Context, slots chan<- pending) {
 		select {
 		case slots <- slot:
 		case <-ctx.Done():
-			release()
 			answered()
 			return
 		}
 		if req.earlyResponse != nil {
-			release()
 			slot <- frame{b: req.earlyResponse, answered: answered}
 			continue
 		}
@@ -238,7 +239,6 @@ func (c *conn) readLoop(ctx context.Context, slots chan<- pending) {
 		go func() {
 			defer c.handlers.Done()
 			f := c.handle(ctx, req)
-			release()
 			f.answered = answered
 			slot <- f
 		}()

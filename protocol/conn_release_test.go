@@ -2,72 +2,79 @@ package protocol
 
 import (
 	"context"
+	"encoding/binary"
+	"io"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
-
-	"github.com/lakegw/lakegw/fetch"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// Every frame a handler produced is released exactly once, written or not:
-// a Fetch frame holds disk cache files open until it is.
-func TestFramesNeverWrittenAreReleased(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		// broken: the first frame's write fails; stalled: it times out
-		// (the client does not read); else the connection is cancelled
-		// while the writer waits for the first frame.
-		broken, stalled bool
-	}{{name: "write fails", broken: true}, {name: "client stops reading", broken: true, stalled: true}, {name: "connection cancelled"}} {
-		t.Run(tc.name, func(t *testing.T) {
-			w, r := net.Pipe()
-			defer w.Close()
-			if tc.broken && !tc.stalled {
-				r.Close() // the first write fails
-			} else {
-				defer r.Close()
-			}
-			c := &conn{nc: w, log: zerolog.Nop(), writeTimeout: 50 * time.Millisecond}
-			released := make([]int, 3)
-			frameOf := func(i int) frame {
-				return frame{b: []byte("response"), done: func() { released[i]++ }}
-			}
-			slots := make(chan pending, 3)
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			first := make(pending, 1)
-			slots <- first
-			rest := []pending{make(pending, 1), make(pending, 1)}
-			for _, s := range rest {
-				slots <- s
-			}
-			close(slots)
-			if tc.broken {
-				// Written straight to the connection, as a Fetch frame is.
-				f := frameOf(0)
-				f.spans = []fetch.Span{fetch.BytesSpan(f.b)}
-				first <- f
-			} else {
-				// The writer waits for the first frame; the connection
-				// ends before it comes.
-				cancel()
-			}
-			unwritten := c.writeLoop(ctx, cancel, slots)
-			// The handlers finish after the writer stopped.
-			if !tc.broken {
-				first <- frameOf(0)
-			}
-			for i, s := range rest {
-				s <- frameOf(i + 1)
-			}
-			discardUnwritten(unwritten, slots)
-			for i, n := range released {
-				if n != 1 {
-					t.Errorf("frame %d released %d times, want once", i, n)
-				}
-			}
-		})
+// TestRequestMemoryHeldUntilTheResponseIsWritten: a client pipelines
+// three 1 MiB requests and reads none of the answers. The first answer
+// fills the connection's write buffer and the writer blocks on the
+// socket; the two requests behind it keep their bytes taken from the
+// server-wide budget until their answers are written (Kafka's
+// queued.max.request.bytes), and give them back once the client reads.
+// (Released when the handler returned, the budget was free while the
+// answers piled up.)
+func TestRequestMemoryHeldUntilTheResponseIsWritten(t *testing.T) {
+	const reqBytes = 1 << 20
+	s := NewServer(Config{MaxRequestBytes: 2 * reqBytes, MaxInflightBytes: 4 * reqBytes, WriteTimeout: 10 * time.Second},
+		nil, nil, nil, zerolog.Nop())
+	client, server := net.Pipe()
+	defer client.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		newConn(s, server).serve(ctx)
+	}()
+
+	var frames []byte
+	for i := range 3 {
+		req := kmsg.NewPtrApiVersionsRequest()
+		req.Version = 3
+		req.ClientSoftwareName = strings.Repeat("x", reqBytes-64)
+		req.ClientSoftwareVersion = "1"
+		body := frameBody(req, int32(i), "test")
+		frames = binary.BigEndian.AppendUint32(frames, uint32(len(body)))
+		frames = append(frames, body...)
 	}
+	// net.Pipe has no buffer: the write returns once the server read it.
+	if _, err := client.Write(frames); err != nil {
+		t.Fatal(err)
+	}
+
+	// The first answer is in the write buffer, the writer waits on the
+	// socket: two requests (2 MiB) still hold the budget.
+	deadline := time.Now().Add(5 * time.Second)
+	for s.inflight.TryAcquire(3 * reqBytes) {
+		s.inflight.Release(3 * reqBytes)
+		if time.Now().After(deadline) {
+			t.Fatal("3 MiB of the 4 MiB budget free while two requests wait for their answers to be written")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !s.inflight.TryAcquire(reqBytes) {
+		t.Fatal("less than 1 MiB of the budget free: more than two requests hold it")
+	}
+	s.inflight.Release(reqBytes)
+
+	// The client reads its answers: the budget comes back whole.
+	go func() { _, _ = io.Copy(io.Discard, client) }()
+	for !s.inflight.TryAcquire(4 * reqBytes) {
+		if time.Now().After(deadline) {
+			t.Fatal("the budget did not come back once the answers were read")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	s.inflight.Release(4 * reqBytes)
+	cancel()
+	client.Close()
+	<-served
 }
