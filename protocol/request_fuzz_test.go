@@ -94,7 +94,7 @@ func fillFields(v reflect.Value, depth int) {
 // FuzzParseRequest feeds arbitrary frame bodies to the request decoder,
 // without the recover that guards it in the gateway: a panic fails the
 // target. A request it accepts must have a canonical form (its encode)
-// that decodes again and encodes to the same bytes; for the kmsg encodes
+// that decodes to the same request and encodes to the same bytes; for the kmsg encodes
 // of the seed corpus, that form is the input itself
 // (TestSeedRequestsRoundTrip).
 func FuzzParseRequest(f *testing.F) {
@@ -113,6 +113,12 @@ func FuzzParseRequest(f *testing.F) {
 		}
 		if got := encodeRequest(again); !bytes.Equal(got, canon) {
 			t.Fatalf("%s v%d: decode and encode is not stable:\n%x\n%x", kmsg.NameForKey(req.msg.Key()), req.msg.GetVersion(), canon, got)
+		}
+		// The canonical form carries everything decoded from the input:
+		// an encoder that drops or alters a field fails here, where the
+		// stability check above cannot see it.
+		if !reflect.DeepEqual(again.msg, req.msg) || again.clientID != req.clientID || again.correlationID != req.correlationID {
+			t.Fatalf("%s v%d: the input and its canonical form decode differently:\n%+v\n%+v", kmsg.NameForKey(req.msg.Key()), req.msg.GetVersion(), req.msg, again.msg)
 		}
 	})
 }
