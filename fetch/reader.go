@@ -14,6 +14,7 @@ import (
 
 	"github.com/lakegw/lakegw/changelog"
 	"github.com/lakegw/lakegw/internal/bytepool"
+	"github.com/lakegw/lakegw/internal/limitedlog"
 	"github.com/lakegw/lakegw/offsets"
 	"github.com/lakegw/lakegw/topics"
 )
@@ -56,6 +57,9 @@ type Reader struct {
 	encoding   map[batchKey]chan struct{}
 	ahead      *readAhead
 	stats      readerStats
+	// failures limits the "fetch failed" lines to one per topic a second:
+	// a consumer polling a partition with a damaged file fails every poll.
+	failures *limitedlog.Log
 
 	identityMu sync.RWMutex
 	identity   []int32
@@ -69,7 +73,7 @@ func NewReader(cfg Config, log zerolog.Logger) (*Reader, error) {
 	if cfg.ReadBudget <= 0 {
 		cfg.ReadBudget = 500 * time.Millisecond
 	}
-	r := &Reader{cfg: cfg, cache: newBatchCache(cfg.CacheBytes), log: log}
+	r := &Reader{cfg: cfg, cache: newBatchCache(cfg.CacheBytes), log: log, failures: limitedlog.New(time.Second)}
 	r.encoders = make(chan *batchEncoder, 2*runtime.GOMAXPROCS(0))
 	r.encoding = map[batchKey]chan struct{}{}
 	window := cfg.ReadAheadBatches

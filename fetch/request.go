@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -252,7 +253,9 @@ func (r *Reader) readPartition(ctx context.Context, t *topics.Topic, version int
 		op.ErrorCode = kerr.OffsetOutOfRange.Code
 	case err != nil:
 		if ctx.Err() == nil {
-			r.log.Error().Err(err).Str("topic", t.Name).Int32("partition", p).Int64("offset", rp.FetchOffset).Msg("fetch failed")
+			// Kind per topic: served topics are a bounded set.
+			r.failures.Event(r.log, zerolog.ErrorLevel, "fetch failed: "+t.Name).Err(err).Str("topic", t.Name).Int32("partition", p).
+				Int64("offset", rp.FetchOffset).Msg("fetch failed")
 		}
 		if s.n == 0 {
 			// Serve what was read before the failure, if anything.

@@ -200,7 +200,7 @@ func (c *conn) readLoop(ctx context.Context, slots chan<- pending) {
 		req, err := parseRequest(body)
 		if err != nil {
 			release()
-			c.s.clientErrs.warn(c.log, malformedRequest).Err(err).Msg(malformedRequest)
+			c.s.clientErrs.Warn(c.log, malformedRequest).Err(err).Msg(malformedRequest)
 			return
 		}
 		answered := func() { release(); c.outstanding.Add(-1) }
@@ -246,13 +246,13 @@ func (c *conn) readLoop(ctx context.Context, slots chan<- pending) {
 }
 
 // logReadEnd logs why the reading of a connection ended: a client's
-// misbehaviour at most once a second per kind (limitedLog), the rest at
+// misbehaviour at most once a second per kind (internal/limitedlog), the rest at
 // debug level, a client hanging up or the server stopping not at all.
 func (c *conn) logReadEnd(ctx context.Context, err error) {
 	var ce *clientError
 	switch {
 	case errors.As(err, &ce):
-		c.s.clientErrs.warn(c.log, ce.kind).Err(ce.err).Msg(ce.kind)
+		c.s.clientErrs.Warn(c.log, ce.kind).Err(ce.err).Msg(ce.kind)
 	case errors.Is(err, errIdle):
 		c.log.Debug().Dur("idle", c.s.cfg.ConnectionsMaxIdle).Msg("closing idle connection")
 	case errors.Is(err, io.EOF) || ctx.Err() != nil || errors.Is(err, net.ErrClosed):
@@ -277,7 +277,7 @@ func (c *conn) handle(ctx context.Context, req *request) (out frame) {
 	}()
 	h, ok := handlers[req.msg.Key()]
 	if !ok {
-		c.s.clientErrs.warn(c.log, unsupportedKey).Int16("api_key", req.msg.Key()).Msg(unsupportedKey)
+		c.s.clientErrs.Warn(c.log, unsupportedKey).Int16("api_key", req.msg.Key()).Msg(unsupportedKey)
 		return frame{}
 	}
 	// The group coordinator names members after the client id and host.
@@ -285,7 +285,7 @@ func (c *conn) handle(ctx context.Context, req *request) (out frame) {
 	resp, err := h.handle(ctx, c, req.msg)
 	if err != nil {
 		if ctx.Err() == nil {
-			c.s.clientErrs.warn(c.log, failedRequest).Err(err).Int16("api_key", req.msg.Key()).Int16("version", req.msg.GetVersion()).Msg(failedRequest)
+			c.s.clientErrs.Warn(c.log, failedRequest).Err(err).Int16("api_key", req.msg.Key()).Int16("version", req.msg.GetVersion()).Msg(failedRequest)
 		}
 		return frame{}
 	}

@@ -46,7 +46,7 @@ func (l *connLimits) leave(ip string) {
 	}
 }
 
-// The log lines (and kinds of limitedLog) of a refused connection.
+// The log lines (and kinds of limitedlog) of a refused connection.
 const (
 	refusedMaxConnections      = "closing connection: connection limit reached (--max-connections)"
 	refusedMaxConnectionsPerIP = "closing connection: connection limit per client ip reached (--max-connections-per-ip)"

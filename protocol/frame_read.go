@@ -23,7 +23,7 @@ const readChunk = 64 << 10
 var errIdle = errors.New("connection idle")
 
 // clientError is a connection ended by what the client sent (or failed
-// to send); kind is its limitedLog kind and log message.
+// to send); kind is its limitedlog kind and log message.
 type clientError struct {
 	kind string
 	err  error

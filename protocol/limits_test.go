@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"io"
 	"net"
 	"testing"
 	"time"
@@ -13,33 +12,6 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
-
-// A kind of client error is logged once per interval, and the next line
-// says how many were left out; every one is counted.
-func TestLimitedLogWritesOneLinePerIntervalAndCounts(t *testing.T) {
-	l := newLimitedLog(time.Second)
-	now := time.Unix(1000, 0)
-	l.now = func() time.Time { return now }
-	log := zerolog.New(io.Discard) // Nop gives nil events: nothing to tell apart
-	if l.warn(log, "bad frame") == nil {
-		t.Fatal("first event of a kind not logged")
-	}
-	for range 5 {
-		if l.warn(log, "bad frame") != nil {
-			t.Fatal("event within the interval logged")
-		}
-	}
-	if l.warn(log, "other kind") == nil {
-		t.Fatal("another kind is held back by the first")
-	}
-	now = now.Add(time.Second)
-	if l.warn(log, "bad frame") == nil {
-		t.Fatal("event after the interval not logged")
-	}
-	if k := l.kinds["bad frame"]; k.suppressed != 0 || k.total != 7 || l.count("bad frame") != 7 {
-		t.Fatalf("after 7 events: suppressed %d (want 0 once logged), total %d (want 7)", k.suppressed, k.total)
-	}
-}
 
 func TestConnLimitsAdmitWithinTotalAndPerIP(t *testing.T) {
 	l := newConnLimits(3, 2)

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/lakegw/lakegw/fetch"
+	"github.com/lakegw/lakegw/internal/limitedlog"
 	"github.com/lakegw/lakegw/protocol/groups"
 	"github.com/lakegw/lakegw/topics"
 )
@@ -92,7 +93,7 @@ type Server struct {
 
 	inflight   *semaphore.Weighted
 	limits     *connLimits
-	clientErrs *limitedLog
+	clientErrs *limitedlog.Log
 }
 
 // NewServer returns a server; call Listen then Serve.
@@ -124,7 +125,7 @@ func NewServer(cfg Config, reg *topics.Registry, reader *fetch.Reader, coord *gr
 	return &Server{cfg: cfg, reg: reg, reader: reader, groups: coord, log: log, conns: map[*conn]struct{}{},
 		inflight:   semaphore.NewWeighted(max(cfg.MaxInflightBytes, int64(cfg.MaxRequestBytes))),
 		limits:     newConnLimits(max(cfg.MaxConnections, 0), max(cfg.MaxConnectionsPerIP, 0)),
-		clientErrs: newLimitedLog(time.Second)}
+		clientErrs: limitedlog.New(time.Second)}
 }
 
 // Listen binds the listener.
@@ -169,7 +170,7 @@ func (s *Server) Serve(ctx context.Context) error {
 				return fmt.Errorf("accept: %w", err)
 			}
 			pause = acceptPause(pause)
-			s.clientErrs.warn(s.log, acceptFailed).Err(err).Dur("retry_in", pause).Msg(acceptFailed)
+			s.clientErrs.Warn(s.log, acceptFailed).Err(err).Dur("retry_in", pause).Msg(acceptFailed)
 			select {
 			case <-time.After(pause):
 			case <-ctx.Done():
@@ -182,7 +183,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 }
 
-// acceptFailed is the log line (and limitedLog kind) of a failed accept.
+// acceptFailed is the log line (and limitedlog kind) of a failed accept.
 const acceptFailed = "accepting a connection failed; retrying"
 
 // acceptPause is the pause after a failed accept that followed one of
@@ -207,7 +208,7 @@ func (s *Server) start(ctx context.Context, nc net.Conn) {
 	c := newConn(s, nc)
 	if refused := s.limits.admit(c.host); refused != "" {
 		nc.Close()
-		s.clientErrs.warn(c.log, refused).Int("max_connections", s.cfg.MaxConnections).
+		s.clientErrs.Warn(c.log, refused).Int("max_connections", s.cfg.MaxConnections).
 			Int("max_connections_per_ip", s.cfg.MaxConnectionsPerIP).Msg(refused)
 		return
 	}

@@ -42,9 +42,10 @@ var rules = map[string]rule{
 	"e2e/internal/procs": {may: none},
 	// "protocol/ may import fetch/, topics/, offsets/, state/ and
 	// protocol/groups/"; internal/bytepool/doc.go: "protocol/ frames
-	// responses in them".
+	// responses in them"; internal/limitedlog/doc.go: "protocol/ and
+	// fetch/ keep one each".
 	"protocol": {
-		may:     []string{"fetch", "topics", "offsets", "state", "protocol/groups", "internal/bytepool"},
+		may:     []string{"fetch", "topics", "offsets", "state", "protocol/groups", "internal/bytepool", "internal/limitedlog"},
 		mustNot: []string{"lsm", "changelog"},
 	},
 	// "It must not import fetch/, topics/, changelog/, lake/ or lsm/";
@@ -53,9 +54,10 @@ var rules = map[string]rule{
 	// "It may import topics/, offsets/ and changelog/; it must not import
 	// protocol/ or lsm/"; internal/bytepool/doc.go: "fetch/ reads record
 	// batches into these buffers"; internal/sizedlru/doc.go: "fetch/ keeps
-	// encoded record batches in another".
+	// encoded record batches in another"; internal/limitedlog/doc.go:
+	// "protocol/ and fetch/ keep one each".
 	"fetch": {
-		may:     []string{"topics", "offsets", "changelog", "internal/bytepool", "internal/sizedlru"},
+		may:     []string{"topics", "offsets", "changelog", "internal/bytepool", "internal/sizedlru", "internal/limitedlog"},
 		mustNot: []string{"protocol/...", "lsm"},
 	},
 	// "it may import offsets/, changelog/, lake/ and state/; it must not
@@ -102,6 +104,8 @@ var rules = map[string]rule{
 	"internal/lsmmodel": {may: none},
 	// "It imports nothing of lakegw's."
 	"internal/sizedlru": {may: none},
+	// "It imports nothing of lakegw's."
+	"internal/limitedlog": {may: none},
 }
 
 // everywhere holds the rules for all packages: what they must not import,
