@@ -80,8 +80,9 @@ func TestFetchDuplicatePartitionsCollapse(t *testing.T) {
 }
 
 // A frame's memory is taken as its bytes arrive: a client that announces
-// a large frame and sends one byte holds one read step of the budget, not
-// the frame's size, and is cut off at the frame read timeout.
+// a large frame and sends one byte holds that byte of the budget, not the
+// frame's size nor a read step ahead of it, and is cut off at the frame
+// read timeout.
 func TestFrameMemoryIsTakenAsBytesArrive(t *testing.T) {
 	s := NewServer(Config{MaxRequestBytes: 8 << 20, MaxInflightBytes: 8 << 20, FrameReadTimeout: 300 * time.Millisecond},
 		nil, nil, nil, zerolog.Nop())
@@ -98,10 +99,10 @@ func TestFrameMemoryIsTakenAsBytesArrive(t *testing.T) {
 		done <- err
 	}()
 	time.Sleep(100 * time.Millisecond)
-	if !s.inflight.TryAcquire(7 << 20) {
-		t.Fatal("a frame of 8 MiB with 1 byte in holds more than 1 MiB of the request memory")
+	if !s.inflight.TryAcquire(8<<20 - 1) {
+		t.Fatal("a frame of 8 MiB with 1 byte in holds more of the request memory than that byte")
 	}
-	s.inflight.Release(7 << 20)
+	s.inflight.Release(8<<20 - 1)
 	var ce *clientError
 	select {
 	case err := <-done:
