@@ -2,7 +2,6 @@ package lake
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -145,20 +144,4 @@ func commitProperties(ctx context.Context, cat catalog.Catalog, ident table.Iden
 		lastErr = err
 	}
 	return fmt.Errorf("%s of %s: %d conflicting commits: %w", what, strings.Join(ident, "."), leaseCommitAttempts, lastErr)
-}
-
-// IsCommitConflict reports whether a commit failed because the table moved
-// and nothing of it was applied. The SQL catalog reports a stale branch as
-// a plain requirement error ("requirement failed: branch main has changed",
-// or for a table's first snapshot "... created concurrently"), not wrapped
-// in table.ErrCommitFailed, so the text is matched too.
-func IsCommitConflict(err error) bool {
-	if err == nil {
-		return false
-	}
-	if errors.Is(err, table.ErrCommitFailed) {
-		return true
-	}
-	msg := strings.ToLower(err.Error())
-	return strings.Contains(msg, "requirement failed") && (strings.Contains(msg, "has changed") || strings.Contains(msg, "concurrently"))
 }

@@ -126,7 +126,8 @@ func commitRowDelta(ctx context.Context, tbl *table.Table, props iceberg.Propert
 	if err := rd.Commit(ctx); err != nil {
 		return nil, fmt.Errorf("stage row delta: %w", err)
 	}
-	committed, err := tx.Commit(ctx)
+	// On a conflict its staged manifest list and manifests go too.
+	committed, err := lake.CommitOrClean(ctx, tbl, tx)
 	if err != nil {
 		return nil, fmt.Errorf("commit row delta: %w", err)
 	}

@@ -195,7 +195,7 @@ func (t *Table) compactOnce(ctx context.Context, full, leased bool) (CompactResu
 		removeFiles(fs, paths)
 		return res, fmt.Errorf("stage rewrite: %w", err)
 	}
-	committed, err := tx.Commit(ctx)
+	committed, err := lake.CommitOrClean(ctx, tbl, tx)
 	if err != nil {
 		if lake.IsCommitConflict(err) {
 			removeFiles(fs, paths)

@@ -23,7 +23,7 @@ type stageFunc func(ctx context.Context, tbl *table.Table, tx *table.Transaction
 // was staged on and the committed table (nil when nothing was committed:
 // nothing to do, or a dry run).
 func (p *pass) commitStep(ctx context.Context, what string, stage stageFunc) (base, committed *table.Table, err error) {
-	return p.commitStepWith(ctx, what, stage, commitOrClean)
+	return p.commitStepWith(ctx, what, stage, lake.CommitOrClean)
 }
 
 // commitFunc commits a staged step of base.
@@ -62,57 +62,6 @@ func (p *pass) commitStepWith(ctx context.Context, what string, stage stageFunc,
 // The slow steps (compaction) report it and let the pass go on: the next
 // pass tries again, and expiry must not wait for a quiet table.
 var errStarved = errors.New("gave up")
-
-// commitOrClean commits tx; when the catalog refuses it for a conflict,
-// the manifest list and manifests staged for it, which nothing will ever
-// reference, are removed at once instead of waiting a day as orphans.
-func commitOrClean(ctx context.Context, base *table.Table, tx *table.Transaction) (*table.Table, error) {
-	staged, stagedErr := stagedMetadataFiles(ctx, base, tx)
-	committed, err := tx.Commit(ctx)
-	if err != nil && lake.IsCommitConflict(err) && stagedErr == nil {
-		// Best effort: what is left is an orphan for the next passes.
-		_, _ = removeAll(ctx, base, staged)
-	}
-	return committed, err
-}
-
-// stagedMetadataFiles lists the manifest list and manifests of the
-// snapshot tx stages that base's current snapshot does not reference.
-func stagedMetadataFiles(ctx context.Context, base *table.Table, tx *table.Transaction) ([]string, error) {
-	staged, err := tx.StagedTable()
-	if err != nil {
-		return nil, err
-	}
-	snap := staged.CurrentSnapshot()
-	if snap == nil || (base.CurrentSnapshot() != nil && snap.SnapshotID == base.CurrentSnapshot().SnapshotID) {
-		return nil, nil
-	}
-	fsys, err := base.FS(ctx)
-	if err != nil {
-		return nil, err
-	}
-	known := make(map[string]bool)
-	if cur := base.CurrentSnapshot(); cur != nil {
-		mans, err := cur.Manifests(fsys)
-		if err != nil {
-			return nil, err
-		}
-		for _, m := range mans {
-			known[m.FilePath()] = true
-		}
-	}
-	mans, err := snap.Manifests(fsys)
-	if err != nil {
-		return nil, err
-	}
-	out := []string{snap.ManifestList}
-	for _, m := range mans {
-		if !known[m.FilePath()] {
-			out = append(out, m.FilePath())
-		}
-	}
-	return out, nil
-}
 
 // commitUnpinned commits tx without its assertion that the main branch is
 // still where tx found it: an expiry stays right on any later head (it

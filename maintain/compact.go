@@ -168,7 +168,7 @@ func (c *compaction) attempt(ctx context.Context) (done bool, err error) {
 	if err := tx.NewRewrite(iceberg.Properties{SummaryMaintenance: "compaction"}).ApplyResult(*gr).Commit(ctx); err != nil {
 		return true, fmt.Errorf("stage rewrite: %w", err)
 	}
-	committed, err := commitOrClean(ctx, tbl, tx)
+	committed, err := lake.CommitOrClean(ctx, tbl, tx)
 	if err != nil {
 		return false, err
 	}

@@ -182,7 +182,8 @@ func (d *Demo) commitFiles(ctx context.Context, tbl *table.Table, plan stepPlan,
 			return nil, fmt.Errorf("before-commit hook: %w", err)
 		}
 	}
-	committed, err := tx.Commit(ctx)
+	// On a conflict its staged manifest list and manifests go too.
+	committed, err := lake.CommitOrClean(ctx, tbl, tx)
 	if err != nil {
 		return nil, fmt.Errorf("commit row delta to %v: %w", tbl.Identifier(), err)
 	}
