@@ -66,14 +66,23 @@ func (r *results) growthRatios(samples []sample, writers []*writer, window int) 
 		return
 	}
 	tw := int64(window * len(writers))
-	end := samples[len(samples)-1]
 	firstEnd := slices.IndexFunc(samples, func(s sample) bool { return s.commits >= tw })
 	if firstEnd <= 0 {
 		firstEnd = 1
 	}
+	// CPU per commit is compared while every writer commits. Once one has
+	// finished, the gateway's work that follows time, not commits
+	// (maintenance passes, consumers polling, a stopped group catching
+	// up), is shared by fewer commits a second: a writer that finishes
+	// early made this ratio 10.6 in a 4,000-commit run whose other ratios
+	// were all met.
+	cpuEnd := len(samples) - 1
+	for cpuEnd > firstEnd && !samples[cpuEnd].allWriting {
+		cpuEnd--
+	}
 	lastStart := 0
-	for i, s := range samples {
-		if s.commits <= end.commits-tw {
+	for i, s := range samples[:cpuEnd+1] {
+		if s.commits <= samples[cpuEnd].commits-tw {
 			lastStart = i
 		}
 	}
@@ -83,8 +92,8 @@ func (r *results) growthRatios(samples []sample, writers []*writer, window int) 
 		}
 		return (b.cpu - a.cpu) / float64(b.commits-a.commits)
 	}
-	r.addRatio("gateway_cpu_per_commit_last_vs_first", "CPU ms per commit",
-		1000*perCommit(samples[0], samples[firstEnd]), 1000*perCommit(samples[lastStart], end), 1.2)
+	r.addRatio("gateway_cpu_per_commit_last_vs_first", "CPU ms per commit, while every writer commits",
+		1000*perCommit(samples[0], samples[firstEnd]), 1000*perCommit(samples[lastStart], samples[cpuEnd]), 1.2)
 	peak := func(ss []sample, f func(sample) int64) float64 {
 		var m int64
 		for _, s := range ss {

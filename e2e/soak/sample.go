@@ -15,8 +15,10 @@ import (
 type sample struct {
 	at      time.Time
 	commits int64 // every writer's, together
-	cpu     float64
-	rss     int64
+	// allWriting is true while no writer has finished its commits.
+	allWriting bool
+	cpu        float64
+	rss        int64
 	// metaJSON is the newest metadata.json of each table, by topic;
 	// metaDirs the bytes of every table's metadata/ together; disk the
 	// bytes of the whole data directory.
@@ -39,9 +41,10 @@ func (s *sampler) run(ctx context.Context, every time.Duration, g *procs.Proc, d
 	defer t.Stop()
 	for {
 		rss, _ := procs.MemStat(g.Pid())
-		x := sample{at: time.Now(), cpu: procs.CPUSeconds(g.Pid()), rss: rss, metaJSON: map[string]int64{}}
+		x := sample{at: time.Now(), cpu: procs.CPUSeconds(g.Pid()), rss: rss, metaJSON: map[string]int64{}, allWriting: true}
 		for _, w := range writers {
 			x.commits += w.commits.Load()
+			x.allWriting = x.allWriting && !w.finished.Load()
 		}
 		// The bounds are lakegw's: its tables and its own files. The
 		// foreign table grows as its writer lets it (it appends and never

@@ -48,6 +48,9 @@ type writer struct {
 	// after it ends.
 	commits atomic.Int64
 	took    []time.Duration
+	// finished is set when run returns: from then on the gateway's CPU is
+	// no longer shared by every writer's commits (growthRatios).
+	finished atomic.Bool
 	// foreign marks the writer that is not lakegw's; expiries counts its
 	// own expire_snapshots commits.
 	foreign  bool
@@ -56,6 +59,7 @@ type writer struct {
 
 // run commits n snapshots.
 func (w *writer) run(ctx context.Context, n int) error {
+	defer w.finished.Store(true)
 	for range n {
 		t0 := time.Now()
 		if err := w.step(ctx); err != nil {
