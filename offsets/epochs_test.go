@@ -60,7 +60,7 @@ func TestExpiryTruncatesOnlyConsumersOfReplacedRecords(t *testing.T) {
 		{"in the fourth snapshot", 14, epochOf(12)},
 		{"at the head", 20, epochOf(16)},
 	}
-	if err := tp.CompactPrefixUnder(ctx, 2, []int64{3}, PrefixEpoch(3)); err != nil {
+	if err := tp.CompactPrefix(ctx, 2, []int64{3}); err != nil {
 		t.Fatal(err)
 	}
 	if start := tp.LogStart(0); start != 9 {
@@ -170,6 +170,45 @@ func TestEncodingChangeRereadsEveryRecord(t *testing.T) {
 	for o := int64(0); o < 6; o++ {
 		if g, _ := tp.Locate(0, o); g.Epoch != tp.FenceEpoch() {
 			t.Fatalf("offset %d under epoch %d, want the new encoding's %d", o, g.Epoch, tp.FenceEpoch())
+		}
+	}
+}
+
+// A table that determines its epochs (a lakegw LSM table) gets the same
+// prefix epoch and no fence: its leader epoch stays its newest snapshot's,
+// as on a gateway that rebuilt the index from the table after the prefix.
+func TestDeterminedPrefixKeepsTheLeaderEpoch(t *testing.T) {
+	ctx := context.Background()
+	live, rebuilt := newTopic(t, 1), newTopic(t, 1)
+	for seq := int64(1); seq <= 5; seq++ {
+		if err := live.Append(ctx, []Snapshot{{SnapshotID: seq, SequenceNumber: seq, Counts: []int64{4}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := live.LeaderEpoch()
+	if err := live.CompactPrefixUnder(ctx, 2, []int64{3}, PrefixEpoch(3)); err != nil {
+		t.Fatal(err)
+	}
+	if got := live.LeaderEpoch(); got != before {
+		t.Fatalf("leader epoch %d after a determined prefix, want %d (the newest snapshot's)", got, before)
+	}
+	// Rebuilt: the prefix first, then the snapshots after it.
+	if err := rebuilt.StartAt(ctx, []int64{9}); err != nil {
+		t.Fatal(err)
+	}
+	snaps := []Snapshot{{Kind: KindCompactedPrefix, SnapshotID: 3, SequenceNumber: 3, Counts: []int64{3}},
+		{SnapshotID: 4, SequenceNumber: 4, Counts: []int64{4}}, {SnapshotID: 5, SequenceNumber: 5, Counts: []int64{4}}}
+	if err := rebuilt.Append(ctx, snaps); err != nil {
+		t.Fatal(err)
+	}
+	if live.LeaderEpoch() != rebuilt.LeaderEpoch() {
+		t.Fatalf("leader epoch %d on the gateway that saw the expiry, %d on one that rebuilt the index", live.LeaderEpoch(), rebuilt.LeaderEpoch())
+	}
+	for o := int64(9); o < 20; o++ {
+		a, _ := live.Locate(0, o)
+		b, _ := rebuilt.Locate(0, o)
+		if a.Epoch != b.Epoch || a.BaseOffset != b.BaseOffset {
+			t.Fatalf("offset %d: segment at %d epoch %d, rebuilt at %d epoch %d", o, a.BaseOffset, a.Epoch, b.BaseOffset, b.Epoch)
 		}
 	}
 }

@@ -343,9 +343,16 @@ func (t *Topic) CompactPrefixUnder(ctx context.Context, through int, live []int6
 		return err
 	}
 	// A new leader epoch fences clients that fetched metadata before the
-	// rewrite, unless the prefix's own epoch is already the newest.
+	// rewrite, unless the prefix's own epoch is already the newest. A
+	// table that determines its epochs (minEpoch > 0: a lakegw LSM table)
+	// gets no fence: when a gateway sees the prefix, before or after more
+	// snapshots, is timing, and a gateway that rebuilt the index from the
+	// table (state store lost, another instance) must report the same
+	// leader epoch. Its clients validate at the next snapshot, whose epoch
+	// is new: one that read into the replaced range meanwhile is then
+	// truncated to the prefix's base and reads it whole again.
 	fence := int32(0)
-	if prefixEpoch <= t.leaderEpoch {
+	if prefixEpoch <= t.leaderEpoch && minEpoch == 0 {
 		if fence, err = nextEpoch(t.name, t.leaderEpoch); err != nil {
 			return err
 		}
