@@ -62,6 +62,7 @@ func TestHostileCacheReRegisteredFormat(t *testing.T) {
 		}
 	}
 	checkUpsert(g, "after re-registering")
+	hnetRequireHealthy(t, g, "", "after re-registering the table in another format")
 
 	// A consumer that read under the old epoch is told its records end at
 	// the log start: it reads the topic again.

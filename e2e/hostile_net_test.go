@@ -203,6 +203,25 @@ func TestHostileConnectionFloodIsBounded(t *testing.T) {
 		hnetRequireHealthy(t, g, "", "after the idle flood")
 	})
 
+	t.Run("many open connections", func(t *testing.T) {
+		// Under the default limits (the open-file limit less its reserve),
+		// 3,000 connections that send nothing cost each a connection's
+		// buffers and goroutines, and a healthy client is still answered.
+		const n = 3000
+		g := startGateway(t, dir, "")
+		pid := g.cmd.Process.Pid
+		rssBefore, _ := procs.MemStat(pid)
+		procs.ResetHWM(pid)
+		hnetOpen(t, g.addr, "127.0.0.1", n)
+		time.Sleep(500 * time.Millisecond)
+		hnetRequireHealthy(t, g, "", fmt.Sprintf("%d open connections", n))
+		_, peak := procs.MemStat(pid)
+		t.Logf("RSS %d MiB before, peak %d MiB with %d open connections", rssBefore>>20, peak>>20, n)
+		if bound := rssBefore + n*64<<10; peak > bound {
+			t.Fatalf("peak RSS %d MiB with %d open connections, want under %d MiB (before + 64 KiB a connection)", peak>>20, n, bound>>20)
+		}
+	})
+
 	t.Run("max connections per ip", func(t *testing.T) {
 		g := startGateway(t, dir, "", "--max-connections-per-ip", "20")
 		conns := hnetOpen(t, g.addr, "127.0.0.1", 60)

@@ -174,6 +174,7 @@ func TestHostileFileModes(t *testing.T) {
 	for _, s := range segs {
 		want[s] = 0o600
 	}
+	hnetRequireHealthy(t, g, "", "after a full read")
 	for path, mode := range want {
 		st, err := os.Stat(path)
 		if err != nil {
