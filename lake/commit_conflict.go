@@ -55,17 +55,8 @@ func removeStaged(ctx context.Context, base *table.Table, tx *table.Transaction)
 	if err != nil {
 		return err
 	}
-	fsys, err := base.FS(ctx)
-	if err != nil {
-		return fmt.Errorf("file IO: %w", err)
-	}
-	var errs []error
-	for _, f := range files {
-		if err := fsys.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			errs = append(errs, fmt.Errorf("remove %s: %w", f, err))
-		}
-	}
-	return errors.Join(errs...)
+	_, err = RemoveFiles(ctx, base, files)
+	return err
 }
 
 // stagedMetadataFiles lists the manifest list and manifests of the

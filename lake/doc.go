@@ -5,8 +5,10 @@
 // the cheap "has this table changed" of SQL and REST catalogs (MetadataPointers:
 // one row of the catalog database, or a load of the referenced snapshots only,
 // instead of a metadata JSON parse), what a commit conflict looks like
-// (IsCommitConflict), and the compaction lease by which a compaction holds
-// lakegw's own writers of a table (PropCompactionLease).
+// (IsCommitConflict) and the cleanup of a lost one (CommitOrClean), the
+// removal of files through a table's IO (RemoveFiles), and the compaction
+// lease by which a compaction holds lakegw's own writers of a table
+// (PropCompactionLease).
 //
 // It knows nothing of Kafka, offsets or record formats, and must not import
 // protocol/, fetch/, offsets/, changelog/, topics/ or lsm/.

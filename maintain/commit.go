@@ -136,6 +136,6 @@ func removeOldMetadata(ctx context.Context, base *table.Table, committed table.M
 	if loc := base.MetadataLocation(); loc != "" && !kept[loc] {
 		gone = append(gone, loc)
 	}
-	_, err := removeAll(ctx, base, gone)
+	_, err := lake.RemoveFiles(ctx, base, gone)
 	return err
 }

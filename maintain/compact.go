@@ -50,7 +50,7 @@ func (p *pass) compact(ctx context.Context, rep *CompactionReport) error {
 	}
 	// Files of a rewrite that was never committed are garbage now, not
 	// orphans to wait a day for.
-	if _, rerr := removeAll(ctx, c.tbl, c.uncommitted()); rerr != nil {
+	if _, rerr := lake.RemoveFiles(ctx, c.tbl, c.uncommitted()); rerr != nil {
 		p.log.Warn().Err(rerr).Msg("could not remove the files of an uncommitted compaction; orphan cleanup will")
 	}
 	if errors.Is(err, errStarved) {
@@ -143,7 +143,7 @@ func (c *compaction) attempt(ctx context.Context) (done bool, err error) {
 		return false, errLeaseTaken
 	}
 	if c.result == nil || inputsKey(tasks, c.result.OldDataFiles) != c.inputs {
-		if _, err := removeAll(ctx, tbl, c.uncommitted()); err != nil {
+		if _, err := lake.RemoveFiles(ctx, tbl, c.uncommitted()); err != nil {
 			return true, fmt.Errorf("remove the files of a superseded rewrite: %w", err)
 		}
 		gr, err := table.ExecuteCompactionGroup(ctx, tbl, table.CompactionTaskGroup{Tasks: tasks, TotalSizeBytes: size})

@@ -10,6 +10,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/lakegw/lakegw/changelog"
+	"github.com/lakegw/lakegw/lake"
 )
 
 // pinSlack covers the time between the pass reading the clock and
@@ -93,7 +94,7 @@ func (p *pass) expire(ctx context.Context, rep *ExpiryReport) error {
 	if err != nil {
 		return fmt.Errorf("files of expired snapshots of %s: %w", p.name, err)
 	}
-	n, err := removeAll(ctx, committed, files)
+	n, err := lake.RemoveFiles(ctx, committed, files)
 	rep.FilesRemoved = n
 	if err != nil {
 		return fmt.Errorf("remove files of expired snapshots of %s: %w", p.name, err)

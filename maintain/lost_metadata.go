@@ -10,6 +10,8 @@ import (
 
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/lakegw/lakegw/lake"
 )
 
 // A catalog commit writes the new metadata file first and then swaps the
@@ -74,7 +76,7 @@ func removeLostCommits(ctx context.Context, tbl *table.Table) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("list %s: %w", dir, err)
 	}
-	return removeAll(ctx, tbl, lost)
+	return lake.RemoveFiles(ctx, tbl, lost)
 }
 
 // metadataVersion is N of a metadata file named "N-<uuid>.metadata.json"
