@@ -62,6 +62,7 @@ type config struct {
 	keepSnapshots      int
 	foreignExpireEvery int
 	foreignRetain      int
+	foreignLive        int
 	serveFlags         []string
 	out                string
 	work               string
@@ -87,8 +88,9 @@ func main() {
 	flag.IntVar(&c.keepSnapshots, "keep-snapshots", 100, "with -maintain: history.expire.min-snapshots-to-keep of demo.orders and soak.pk")
 	flag.DurationVar(&c.changelogRetention, "changelog-retention", 30*time.Second, "with -maintain: lakegw.retention.ms of soak.pk, the changes its topic keeps past snapshot expiry")
 	flag.DurationVar(&c.maxPin, "max-pin", time.Minute, "with -maintain: lakegw.consumer.max-pin of demo.orders and soak.pk, how far back the stopped group's offsets hold history (the soak's compressed stand-in for a day)")
-	flag.IntVar(&c.foreignExpireEvery, "foreign-expire-every", 0, "soak.foreign expires its snapshots every this many commits (default commits/6)")
+	flag.IntVar(&c.foreignExpireEvery, "foreign-expire-every", 0, "soak.foreign expires its snapshots every this many commits (default commits/6, at most 500)")
 	flag.IntVar(&c.foreignRetain, "foreign-retain", 20, "snapshots soak.foreign keeps when it expires")
+	flag.IntVar(&c.foreignLive, "foreign-live", 2000, "soak.foreign's steady live rows: above them its deletes remove what its appends add")
 	flag.Func("serve-flag", "extra lakegw serve flag --name=value (repeatable)", func(s string) error {
 		if !strings.HasPrefix(s, "--") {
 			return errors.New("want --name=value")
@@ -105,7 +107,9 @@ func main() {
 	flag.DurationVar(&c.timeout, "timeout", 3*time.Hour, "stop after this long")
 	flag.Parse()
 	if c.foreignExpireEvery <= 0 {
-		c.foreignExpireEvery = max(c.commits/6, 10)
+		// A fixed pace in a long run, as a foreign table's scheduled
+		// expiry: its history, and so its metadata.json, stays bounded.
+		c.foreignExpireEvery = min(max(c.commits/6, 10), 500)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

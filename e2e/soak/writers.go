@@ -145,12 +145,20 @@ func newPKWriter(ctx context.Context, cat catalog.Catalog, c config) (*writer, e
 
 // newForeignWriter writes soak.foreign with iceberg-go alone, as any other
 // engine would: appends of new rows, and every fourth commit a
-// (copy-on-write) delete of a few live rows. Every c.foreignExpireEvery
-// commits it expires its own snapshots, keeping the last
-// c.foreignRetain: the history the gateway serves ends, and the topic
-// gets a compacted prefix.
+// (copy-on-write) delete of live rows. Every c.foreignExpireEvery commits
+// it expires its own snapshots, keeping the last c.foreignRetain: the
+// history the gateway serves ends, and the topic gets a compacted prefix.
+//
+// Like the other two tables it is a streaming table in a steady state, as
+// a well-kept foreign table is: once c.foreignLive rows are live a delete
+// removes as many rows as the appends between two deletes add, and its
+// appends merge manifests (commit.manifest-merge.enabled, Java Iceberg's
+// default; iceberg-go's is off). Without both, its writer's own commit
+// time grows with the history (500 ms a commit after 2,000, from 150) and
+// a long soak would time the foreign writer, not the gateway.
 func newForeignWriter(ctx context.Context, cat catalog.Catalog, c config) (*writer, error) {
-	tbl, err := cat.CreateTable(ctx, foreignIdent, rowSchema, catalog.WithProperties(iceberg.Properties{"format-version": "2"}))
+	tbl, err := cat.CreateTable(ctx, foreignIdent, rowSchema, catalog.WithProperties(iceberg.Properties{
+		"format-version": "2", table.ManifestMergeEnabledKey: "true"}))
 	if err != nil {
 		return nil, fmt.Errorf("create soak.foreign: %w", err)
 	}
@@ -166,8 +174,13 @@ func newForeignWriter(ctx context.Context, cat catalog.Catalog, c config) (*writ
 	w.step = func(ctx context.Context) error {
 		step++
 		if step%4 == 0 && len(live) > 10 {
+			// Three appends of foreignAppendRows since the last delete.
+			n := 2
+			if len(live) > c.foreignLive {
+				n = 3 * foreignAppendRows
+			}
 			var ids []int64
-			for range 2 {
+			for range n {
 				i := rng.IntN(len(live))
 				ids = append(ids, live[i])
 				live[i] = live[len(live)-1]
@@ -179,14 +192,14 @@ func newForeignWriter(ctx context.Context, cat catalog.Catalog, c config) (*writ
 				return fmt.Errorf("delete: %w", err)
 			}
 		} else {
-			rec := foreignRows(sc, next, 5)
-			next += 5
-			for id := next - 5; id < next; id++ {
+			rec := foreignRows(sc, next, foreignAppendRows)
+			next += foreignAppendRows
+			for id := next - foreignAppendRows; id < next; id++ {
 				live = append(live, id)
 			}
 			at := array.NewTableFromRecords(sc, []arrow.RecordBatch{rec})
 			err := commitRetry(ctx, cat, foreignIdent, func(tx *table.Transaction) error {
-				return tx.AppendTable(ctx, at, 5, nil)
+				return tx.AppendTable(ctx, at, foreignAppendRows, nil)
 			})
 			at.Release()
 			rec.Release()
@@ -206,6 +219,9 @@ func newForeignWriter(ctx context.Context, cat catalog.Catalog, c config) (*writ
 	}
 	return w, nil
 }
+
+// foreignAppendRows is the number of rows of each append to soak.foreign.
+const foreignAppendRows = 5
 
 func foreignRows(sc *arrow.Schema, first int64, n int) arrow.RecordBatch {
 	b := array.NewRecordBuilder(memory.DefaultAllocator, sc)
