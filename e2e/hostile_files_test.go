@@ -14,9 +14,21 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/lakegw/lakegw/e2e/internal/procs"
 )
 
 const dremioOriginal = "/tmp/iceberg-test-tables/v2/multi_rowgroup_orders_with_deletes"
+
+const (
+	// hostileDamageFetches is how many times each damaged table is
+	// fetched at its end (a client retrying KAFKA_STORAGE_ERROR).
+	hostileDamageFetches = 50
+	// hostileDamageRSS bounds the growth of the resident set while they
+	// are: each retry of a damaged snapshot reads its files again, and
+	// nothing of a failed read may stay.
+	hostileDamageRSS = 48 << 20
+)
 
 // TestHostileDamagedFiles reproduces issue 12, rows 1 and 10, against the
 // built binary. One served table has a data file with a changed byte in
@@ -83,12 +95,26 @@ func TestHostileDamagedFiles(t *testing.T) {
 		t.Errorf("the healthy table served no records (end offsets %v)", ends)
 	}
 
-	// The damaged ones say why nothing comes at their end.
-	for _, topic := range []string{"hostile.damaged_data", "hostile.no_list"} {
-		end := hostileEndOffset(t, g.addr, topic)
-		if code := hostileFetchCode(t, g.addr, topic, end); code != kerr.KafkaStorageError.Code {
-			t.Errorf("%s: Fetch at its end %d answered %v, want KAFKA_STORAGE_ERROR", topic, end, kerr.ErrorForCode(code))
+	// The damaged ones say why nothing comes at their end, however often
+	// they are asked while their snapshots are retried (with backoff),
+	// and RSS stays within hostileDamageRSS of its level once the damage
+	// is found.
+	pid := g.cmd.Process.Pid
+	rssBefore, _ := procs.MemStat(pid)
+	procs.ResetHWM(pid)
+	for round := range hostileDamageFetches {
+		for _, topic := range []string{"hostile.damaged_data", "hostile.no_list"} {
+			end := hostileEndOffset(t, g.addr, topic)
+			if code := hostileFetchCode(t, g.addr, topic, end); code != kerr.KafkaStorageError.Code {
+				t.Fatalf("%s: Fetch %d at its end %d answered %v, want KAFKA_STORAGE_ERROR", topic, round, end, kerr.ErrorForCode(code))
+			}
 		}
+	}
+	_, peak := procs.MemStat(pid)
+	t.Logf("damaged tables: RSS %d MiB once found, peak %d MiB over %d fetches of each", rssBefore>>20, peak>>20, hostileDamageFetches)
+	if peak > rssBefore+hostileDamageRSS {
+		t.Errorf("RSS peaked at %d MiB, %d MiB over its level once the damage was found: want at most %d MiB over",
+			peak>>20, (peak-rssBefore)>>20, hostileDamageRSS>>20)
 	}
 
 	// A healthy Metadata request is answered within 1 s.

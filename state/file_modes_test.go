@@ -19,15 +19,20 @@ func TestOpenCreatesPrivateFiles(t *testing.T) {
 	}
 }
 
-// An existing store keeps working and keeps its mode: an operator may have
-// chosen it.
-func TestOpenKeepsAnExistingFilesMode(t *testing.T) {
+// An existing store others may read (an older lakegw left it 0644, its
+// -wal and -shm too) keeps working and is made owner-only.
+func TestOpenMakesAnExistingStorePrivate(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.db")
-	if err := os.WriteFile(path, nil, 0o640); err != nil {
-		t.Fatal(err)
+	openAndWrite(t, path)
+	for _, f := range []string{path, path + "-wal", path + "-shm"} {
+		if err := os.Chmod(f, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	openAndWrite(t, path)
-	wantMode(t, path, 0o640)
+	for _, f := range []string{path, path + "-wal", path + "-shm"} {
+		wantMode(t, f, 0o600)
+	}
 }
 
 // openAndWrite opens the store at path and commits a row, leaving it open

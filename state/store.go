@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -86,8 +87,12 @@ func Open(ctx context.Context, path string) (*Store, error) {
 
 // createPrivate creates the database file with mode 0600 when it does not
 // exist yet. SQLite would create it 0644, and gives its -wal and -shm files
-// the mode of the database file, so this one mode covers all three. An
-// existing file keeps its mode.
+// the mode of the database file, so this one mode covers all three.
+//
+// An existing store that others may read (lakegw before issue 12 left it
+// 0644) is made owner-only too: it holds every group's offsets and the
+// locations of every registered table, and a mode once wrong would
+// otherwise stay wrong for the life of the data directory.
 func createPrivate(path string) error {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
@@ -95,6 +100,20 @@ func createPrivate(path string) error {
 	}
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("create state store %s: %w", path, err)
+	}
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		st, err := os.Stat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("state store %s: %w", p, err)
+		}
+		if st.Mode().Perm()&0o077 != 0 {
+			if err := os.Chmod(p, 0o600); err != nil {
+				return fmt.Errorf("make state store %s owner-only (mode %#o): %w", p, st.Mode().Perm(), err)
+			}
+		}
 	}
 	return nil
 }

@@ -46,6 +46,9 @@ type Topic struct {
 	// under it.
 	lifetime context.Context
 	derive   singleflight.Group
+	// failures holds the derivations that failed lately, each retried
+	// only after a backoff.
+	failures deriveFailures
 	// plans keeps the plans of the snapshots derived last, so that the
 	// next snapshot is planned from its parent's (nil: no cache).
 	plans *changelog.PlanCache
@@ -142,12 +145,22 @@ func (t *Topic) Changes(ctx context.Context, seg offsets.Segment) (*changelog.Ch
 	if c, ok := t.changes.Get(key); ok {
 		return c, nil
 	}
+	if err := t.failures.check(key, time.Now()); err != nil {
+		return nil, err
+	}
 	// The derivation belongs to the topic, not to the first fetch that
 	// asked: a client that disconnects (or times out on a large snapshot)
 	// must not cancel it for everyone waiting, nor make it start over.
-	ch := t.derive.DoChan(fmt.Sprint(seg.SnapshotID, "/", seg.Kind), func() (any, error) {
+	ch := t.derive.DoChan(fmt.Sprint(seg.SnapshotID, "/", seg.Kind), func() (_ any, err error) {
 		ctx, cancel := context.WithTimeout(t.lifetime, deriveTimeout)
 		defer cancel()
+		defer func() {
+			if err != nil && t.lifetime.Err() == nil && t.holds(seg) {
+				// Still served and still indexed: the snapshot is
+				// damaged (or unreadable for now), not abandoned.
+				t.failures.failed(key, err, time.Now())
+			}
+		}()
 		tbl := t.tableFor(seg.SnapshotID)
 		ref := changelog.SnapshotRef{SnapshotID: seg.SnapshotID, SequenceNumber: seg.SequenceNumber, TimestampMs: seg.TimestampMs}
 		if s := tbl.SnapshotByID(seg.SnapshotID); s != nil && s.Summary != nil {
@@ -166,6 +179,7 @@ func (t *Topic) Changes(ctx context.Context, seg offsets.Segment) (*changelog.Ch
 				seg.SnapshotID, t.Name, got, seg.Count, seg.Partition)
 		}
 		t.changes.Add(key, c)
+		t.failures.succeeded(key)
 		return c, nil
 	})
 	select {
