@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 )
 
@@ -103,3 +104,61 @@ func TestDeriveDamagedNamesMissingFile(t *testing.T) {
 		check(t, tbl, hist[2], path) // its parent state is needed
 	})
 }
+
+// TestDerivePanickingManifestIsContained: a manifest whose decoding panics
+// (here its reads panic, as a decoder on damaged bytes may) is read by
+// iceberg-go's planner in goroutines of its own, where the panic would end
+// the process. Deriving a snapshot that plans over it (a copy-on-write
+// delete, whose before-images need its parent's plan) fails with an error
+// naming the manifest, and the process lives.
+func TestDerivePanickingManifestIsContained(t *testing.T) {
+	ctx := context.Background()
+	cat := newTestCatalog(t)
+	tbl := createTable(t, cat, "panicking", testSchema())
+	tbl = appendJSON(t, tbl, jsonRows(0, 10), 4)
+	tbl = appendJSON(t, tbl, jsonRows(10, 20), 0)
+	tbl = deleteWhere(t, tbl, idIn(3, 7, 9))
+	hist, err := MainHistory(tbl.Metadata())
+	if err != nil {
+		t.Fatal(err)
+	}
+	real, err := tbl.FS(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, err := tbl.Metadata().SnapshotByID(hist[0].SnapshotID).Manifests(real)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := ms[0].FilePath()
+	panicking := table.New(tbl.Identifier(), tbl.Metadata(), tbl.MetadataLocation(),
+		func(context.Context) (icebergio.IO, error) { return panickingIO{IO: real, name: path}, nil }, nil)
+	c, err := Derive(ctx, panicking, hist[2], Options{})
+	if err == nil {
+		c.Release()
+		t.Fatal("derivation over a manifest whose decoding panics succeeded")
+	}
+	if !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "panic") {
+		t.Fatalf("error does not name the manifest and its panic: %v", err)
+	}
+	t.Log(err)
+}
+
+// panickingIO is an IO whose file name panics when read.
+type panickingIO struct {
+	icebergio.IO
+	name string
+}
+
+func (p panickingIO) Open(name string) (icebergio.File, error) {
+	f, err := p.IO.Open(name)
+	if err != nil || name != p.name {
+		return f, err
+	}
+	return panickingFile{f}, nil
+}
+
+type panickingFile struct{ icebergio.File }
+
+func (panickingFile) Read([]byte) (int, error)          { panic("decoder fault") }
+func (panickingFile) ReadAt([]byte, int64) (int, error) { panic("decoder fault") }

@@ -6,7 +6,6 @@ import (
 	"os"
 	"testing"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
@@ -26,11 +25,8 @@ type posDelete struct {
 // do) into the table's data directory and returns its DataFile.
 func writePositionDeletes(t *testing.T, tbl *table.Table, name string, rows []posDelete) iceberg.DataFile {
 	t.Helper()
-	sc := arrow.NewSchema([]arrow.Field{
-		{Name: "file_path", Type: arrow.BinaryTypes.String, Metadata: arrow.NewMetadata([]string{"PARQUET:field_id"}, []string{"2147483546"})},
-		{Name: "pos", Type: arrow.PrimitiveTypes.Int64, Metadata: arrow.NewMetadata([]string{"PARQUET:field_id"}, []string{"2147483545"})},
-	}, nil)
-	b := array.NewRecordBuilder(memory.DefaultAllocator, sc)
+	// Several data files in one file, unlike lakegw's file-scoped ones.
+	b := array.NewRecordBuilder(memory.DefaultAllocator, table.PositionalDeleteArrowSchema)
 	defer b.Release()
 	for _, r := range rows {
 		b.Field(0).(*array.StringBuilder).Append(r.path)
@@ -43,7 +39,7 @@ func writePositionDeletes(t *testing.T, tbl *table.Table, name string, rows []po
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := pqarrow.NewFileWriter(sc, f, parquet.NewWriterProperties(), pqarrow.DefaultWriterProps())
+	w, err := pqarrow.NewFileWriter(table.PositionalDeleteArrowSchema, f, parquet.NewWriterProperties(), pqarrow.DefaultWriterProps())
 	if err != nil {
 		t.Fatal(err)
 	}

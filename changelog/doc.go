@@ -25,6 +25,6 @@
 //
 // It knows nothing of Kafka framing, offsets or error codes, and must not
 // import protocol/, fetch/, offsets/, topics/ or lsm/ (lsm/ writes the schema
-// defined here, never the other way round). It may import lake/ and
-// internal/bytepool.
+// defined here, never the other way round). It may import lake/, lake/files
+// (position delete files are read there) and internal/bytepool.
 package changelog

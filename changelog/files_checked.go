@@ -19,12 +19,16 @@ type checkedKey struct {
 // copies of a table record the same names for files in different places.
 type locator interface{ Location(name string) string }
 
-func checkedKeyOf(fs icebergio.IO, f iceberg.DataFile) checkedKey {
-	loc := f.FilePath()
+// locationOf is where fs reads name from.
+func locationOf(fs icebergio.IO, name string) string {
 	if l, ok := fs.(locator); ok {
-		loc = l.Location(loc)
+		return l.Location(name)
 	}
-	k := checkedKey{location: loc, size: f.FileSizeBytes(), count: f.Count(), blobOffset: -1}
+	return name
+}
+
+func checkedKeyOf(fs icebergio.IO, f iceberg.DataFile) checkedKey {
+	k := checkedKey{location: locationOf(fs, f.FilePath()), size: f.FileSizeBytes(), count: f.Count(), blobOffset: -1}
 	if off := f.ContentOffset(); off != nil {
 		k.blobOffset = *off
 	}

@@ -135,6 +135,13 @@ func planFiles(ctx context.Context, tbl *table.Table, snap *table.Snapshot) (liv
 	if err := hasManifestList(snap); err != nil {
 		return nil, err
 	}
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("file IO of the table: %w", err)
+	}
+	if err := checkManifests(ctx, fs, snap); err != nil {
+		return nil, err
+	}
 	tasks, err := tbl.Scan(table.WithSnapshotID(snap.SnapshotID)).PlanFiles(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("plan files of snapshot %d (manifest list %s): %w", snap.SnapshotID, snap.ManifestList, err)

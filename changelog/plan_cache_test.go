@@ -10,6 +10,8 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
+
+	icefiles "github.com/lakegw/lakegw/lake/files"
 )
 
 // extendedPlans counts the plans extendPlan derived (and the check
@@ -136,7 +138,7 @@ func TestPlanCacheHandWrittenDeletes(t *testing.T) {
 			t.Fatal(err)
 		}
 		if lower != "" {
-			bld.LowerBoundValues(map[int][]byte{filePathFieldID: []byte(lower)}).UpperBoundValues(map[int][]byte{filePathFieldID: []byte(upper)})
+			bld.LowerBoundValues(map[int][]byte{icefiles.PosDeleteFilePathID: []byte(lower)}).UpperBoundValues(map[int][]byte{icefiles.PosDeleteFilePathID: []byte(upper)})
 		}
 		if ref != "" {
 			bld.ReferencedDataFile(ref)

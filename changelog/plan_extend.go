@@ -11,6 +11,8 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
+
+	icefiles "github.com/lakegw/lakegw/lake/files"
 )
 
 // extendPlan derives the plan of snapshot s from the plan of its parent
@@ -201,7 +203,7 @@ func extendPlan(tbl *table.Table, parent, s *table.Snapshot, before livePlan, de
 		}
 		var byPartition map[string][]string // partition key -> data file paths
 		for _, df := range addedPos {
-			if ref := referencedDataFilePath(df); ref != "" {
+			if ref := icefiles.PositionDeleteTarget(df); ref != "" {
 				if _, ok := after[ref]; ok {
 					add(ref, df, true)
 				}
@@ -231,7 +233,7 @@ func extendPlan(tbl *table.Table, parent, s *table.Snapshot, before livePlan, de
 			t := after[p]
 			var part, file []iceberg.DataFile
 			for _, f := range t.DeleteFiles {
-				if referencedDataFilePath(f) != "" {
+				if icefiles.PositionDeleteTarget(f) != "" {
 					file = append(file, f)
 				} else {
 					part = append(part, f)
@@ -260,36 +262,6 @@ func dataSeq(t table.FileScanTask) int64 {
 	return *t.DataSequenceNumber
 }
 
-// filePathFieldID is the reserved field ID of the file_path column of a
-// position delete file.
-var filePathFieldID = func() int {
-	f, _ := iceberg.PositionalDeleteSchema.FindFieldByName("file_path")
-	return f.ID
-}()
-
-// referencedDataFilePath is the single data file a position delete file
-// targets: its referenced_data_file, else equal file_path bounds; "" when
-// it is partition-scoped (iceberg-go's referencedDataFilePath).
-func referencedDataFilePath(df iceberg.DataFile) string {
-	if ref := df.ReferencedDataFile(); ref != nil && *ref != "" {
-		return *ref
-	}
-	lower := df.LowerBoundValues()[filePathFieldID]
-	upper := df.UpperBoundValues()[filePathFieldID]
-	if len(lower) == 0 || !bytes.Equal(lower, upper) {
-		return ""
-	}
-	lit, err := iceberg.LiteralFromBytes(iceberg.PrimitiveTypes.String, lower)
-	if err != nil {
-		return ""
-	}
-	v, ok := lit.(iceberg.TypedLiteral[string])
-	if !ok {
-		return ""
-	}
-	return v.Value()
-}
-
 // filePathMayMatch reports whether a partition-scoped position delete file
 // may hold positions of the data file, by its row count and file_path
 // statistics (iceberg-go's filePathMayMatch).
@@ -297,18 +269,18 @@ func filePathMayMatch(del iceberg.DataFile, dataFilePath string) bool {
 	if del.Count() == 0 {
 		return false
 	}
-	if valueCount, ok := del.ValueCounts()[filePathFieldID]; ok {
-		if nullCount, ok := del.NullValueCounts()[filePathFieldID]; ok && nullCount == valueCount {
+	if valueCount, ok := del.ValueCounts()[icefiles.PosDeleteFilePathID]; ok {
+		if nullCount, ok := del.NullValueCounts()[icefiles.PosDeleteFilePathID]; ok && nullCount == valueCount {
 			return false
 		}
-		if nanCount, ok := del.NaNValueCounts()[filePathFieldID]; ok && nanCount == valueCount {
+		if nanCount, ok := del.NaNValueCounts()[icefiles.PosDeleteFilePathID]; ok && nanCount == valueCount {
 			return false
 		}
 	}
-	if lower := del.LowerBoundValues()[filePathFieldID]; lower != nil && bytes.Compare(lower, []byte(dataFilePath)) > 0 {
+	if lower := del.LowerBoundValues()[icefiles.PosDeleteFilePathID]; lower != nil && bytes.Compare(lower, []byte(dataFilePath)) > 0 {
 		return false
 	}
-	if upper := del.UpperBoundValues()[filePathFieldID]; upper != nil && bytes.Compare(upper, []byte(dataFilePath)) < 0 {
+	if upper := del.UpperBoundValues()[icefiles.PosDeleteFilePathID]; upper != nil && bytes.Compare(upper, []byte(dataFilePath)) < 0 {
 		return false
 	}
 	return true

@@ -13,6 +13,8 @@ import (
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"golang.org/x/sync/errgroup"
+
+	icefiles "github.com/lakegw/lakegw/lake/files"
 )
 
 // CompactResult says what a compaction did.
@@ -249,7 +251,7 @@ func shadowedPositionDeletes(fs icebergio.IO, st *state, outs []*compactOut) ([]
 			if df.ContentType() != iceberg.EntryContentPosDeletes || table.IsDeletionVector(df) || seen[df.FilePath()] {
 				continue
 			}
-			if f := inputs[positionDeleteTarget(df)]; f != nil && !slices.ContainsFunc(f.deletes, func(d iceberg.DataFile) bool { return d.FilePath() == df.FilePath() }) {
+			if f := inputs[icefiles.PositionDeleteTarget(df)]; f != nil && !slices.ContainsFunc(f.deletes, func(d iceberg.DataFile) bool { return d.FilePath() == df.FilePath() }) {
 				seen[df.FilePath()] = true
 				out = append(out, df)
 			}

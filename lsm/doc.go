@@ -60,6 +60,6 @@
 // those that leave it. Every commit also records each bucket's end offset
 // in its summary, so any gateway numbers the records alike.
 //
-// It may import changelog/ and lake/; it must not import protocol/, fetch/,
-// topics/ or offsets/.
+// It may import changelog/, lake/ and lake/files (position delete files);
+// it must not import protocol/, fetch/, topics/ or offsets/.
 package lsm

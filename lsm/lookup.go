@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	icebergio "github.com/apache/iceberg-go/io"
+
+	icefiles "github.com/lakegw/lakegw/lake/files"
 )
 
 // liveRow is the current image of a key: the one row of the key in a live
@@ -114,7 +116,7 @@ func (t *Table) deletedPositions(ctx context.Context, fs icebergio.IO, f *runFil
 			byFile = v.(map[string][]int64)
 		} else {
 			var err error
-			if byFile, err = readPositionDeletes(ctx, fs, d.FilePath()); err != nil {
+			if byFile, err = icefiles.ReadPositionDeletes(ctx, fs, d.FilePath()); err != nil {
 				return nil, fmt.Errorf("deletes of %s: %w", f.path, err)
 			}
 			var size int64

@@ -10,6 +10,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/lakegw/lakegw/changelog"
+	icefiles "github.com/lakegw/lakegw/lake/files"
 )
 
 // bucketOut is what preparing one bucket wrote: a new L0 sorted run of the
@@ -120,7 +121,7 @@ func (t *Table) prepareBucket(ctx context.Context, fs icebergio.WriteFileIO, tbl
 		for _, f := range files {
 			path := l.deleteFile(bw.bucket, st.seq)
 			out.written = append(out.written, path)
-			df, n, err := writePositionDeletes(fs, tbl.Spec(), path, f.path, deletes[f])
+			df, n, err := icefiles.WritePositionDeletes(fs, tbl.Spec(), path, f.path, deletes[f])
 			if err != nil {
 				return out, err
 			}

@@ -6,6 +6,8 @@ import (
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
+
+	icefiles "github.com/lakegw/lakegw/lake/files"
 )
 
 // snapshotFilesAdded lists the files a snapshot added, by content, from the
@@ -93,7 +95,7 @@ func TestSnapshotsAreMergeOnRead(t *testing.T) {
 // referenced_data_file), which is a data file of an earlier snapshot.
 func checkPositionDeleteFile(t *testing.T, f iceberg.DataFile, dataFiles map[string]bool) {
 	t.Helper()
-	lo, hi := f.LowerBoundValues()[posDeleteFilePathID], f.UpperBoundValues()[posDeleteFilePathID]
+	lo, hi := f.LowerBoundValues()[icefiles.PosDeleteFilePathID], f.UpperBoundValues()[icefiles.PosDeleteFilePathID]
 	if len(lo) == 0 || string(lo) != string(hi) {
 		t.Errorf("delete file %s: file_path bounds %q..%q do not name one data file", f.FilePath(), lo, hi)
 		return

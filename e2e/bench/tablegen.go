@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"strings"
 	"time"
 
@@ -14,14 +12,13 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/compress"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
+
+	icefiles "github.com/lakegw/lakegw/lake/files"
 )
 
 // The benchmark table: a realistic 10-column order row, keyed by id, written
@@ -228,7 +225,8 @@ func (g *tableGen) commit(ctx context.Context, n int) error {
 	}
 	var deletes []iceberg.DataFile
 	for fi, positions := range retired {
-		df, err := writePosDeletes(tbl.Spec(), wfs, locs, g.files[fi], positions)
+		path := locs.NewDataLocation(uuid.NewString() + "-deletes.parquet")
+		df, _, err := icefiles.WritePositionDeletes(wfs, tbl.Spec(), path, g.files[fi], positions)
 		if err != nil {
 			return err
 		}
@@ -369,56 +367,4 @@ func (g *tableGen) buildBatch(rows []orderRow) arrow.RecordBatch {
 		updated.Append(arrow.Timestamp(v.updatedAt))
 	}
 	return b.NewRecordBatch()
-}
-
-// Field ids of the position delete schema (file_path, pos), fixed by the
-// Iceberg spec.
-const (
-	posDeleteFilePathID = 2147483546
-	posDeletePosID      = 2147483545
-)
-
-// writePosDeletes writes one file-scoped v2 position delete file.
-func writePosDeletes(spec iceberg.PartitionSpec, wfs icebergio.WriteFileIO, locs table.LocationProvider, dataPath string, positions []int64) (iceberg.DataFile, error) {
-	slices.Sort(positions) // the spec orders rows by (file_path, pos)
-	b := array.NewRecordBuilder(memory.DefaultAllocator, table.PositionalDeleteArrowSchema)
-	defer b.Release()
-	paths := b.Field(0).(*array.StringBuilder)
-	poss := b.Field(1).(*array.Int64Builder)
-	for _, p := range positions {
-		paths.Append(dataPath)
-		poss.Append(p)
-	}
-	rec := b.NewRecordBatch()
-	defer rec.Release()
-	var buf bytes.Buffer
-	w, err := pqarrow.NewFileWriter(table.PositionalDeleteArrowSchema, &buf,
-		parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Zstd)), pqarrow.DefaultWriterProps())
-	if err != nil {
-		return nil, err
-	}
-	if err := w.Write(rec); err != nil {
-		return nil, err
-	}
-	if err := w.Close(); err != nil {
-		return nil, err
-	}
-	path := locs.NewDataLocation(uuid.NewString() + "-deletes.parquet")
-	if err := wfs.WriteFile(path, buf.Bytes()); err != nil {
-		return nil, err
-	}
-	n := int64(len(positions))
-	db, err := iceberg.NewDataFileBuilder(spec, iceberg.EntryContentPosDeletes, path, iceberg.ParquetFile, nil, nil, nil, n, int64(buf.Len()))
-	if err != nil {
-		return nil, err
-	}
-	pathBound, _ := iceberg.NewLiteral(dataPath).MarshalBinary()
-	lo, _ := iceberg.NewLiteral(positions[0]).MarshalBinary()
-	hi, _ := iceberg.NewLiteral(positions[len(positions)-1]).MarshalBinary()
-	db.ValueCounts(map[int]int64{posDeleteFilePathID: n, posDeletePosID: n}).
-		NullValueCounts(map[int]int64{posDeleteFilePathID: 0, posDeletePosID: 0}).
-		LowerBoundValues(map[int][]byte{posDeleteFilePathID: pathBound, posDeletePosID: lo}).
-		UpperBoundValues(map[int][]byte{posDeleteFilePathID: pathBound, posDeletePosID: hi}).
-		ReferencedDataFile(dataPath)
-	return db.Build(), nil
 }
