@@ -1,10 +1,19 @@
 # The README's commands. `make test` is what CI runs (through .ci/run).
 GO ?= go
 
-.PHONY: test deps lint build quickstart fuzz bench bench-quick soak soak-quick
+.PHONY: test check deps lint build quickstart fuzz bench bench-quick soak soak-quick
+
+# lakegw_checkplans compares every plan changelog derives from a parent's
+# with iceberg-go's planner, in every test (changelog/plan_check.go).
+TESTTAGS ?= lakegw_checkplans
 
 test: deps lint
-	$(GO) test -race -count=1 -timeout 30m ./...
+	$(GO) test -race -count=1 -timeout 30m -tags $(TESTTAGS) ./...
+
+# The inner loop: lint and every package's unit tests, without e2e/ (which
+# builds the binary and starts real servers).
+check: lint
+	$(GO) test -race -count=1 -timeout 20m -tags $(TESTTAGS) $$($(GO) list ./... | grep -v '/e2e')
 
 deps:
 	bash scripts/install-test-deps.sh

@@ -121,9 +121,8 @@ func extendStep(ctx context.Context, tbl *table.Table, fs icebergio.IO, parent, 
 // delta when extendPlan can do so exactly, else with iceberg-go's planner.
 func extendOrPlan(ctx context.Context, tbl *table.Table, parent, s *table.Snapshot, before livePlan, delta *snapshotDelta, cache *PlanCache) (livePlan, error) {
 	if ext, ok := extendPlan(tbl, parent, s, before, delta); ok {
-		if extendedPlanCheck != nil {
-			extendedPlanCheck(tbl, s, ext)
-		}
+		checkExtendedPlan(tbl, s, ext)
+		cache.countExtended()
 		return ext, nil
 	}
 	return cache.planFiles(ctx, tbl, s)
@@ -207,13 +206,8 @@ func notePlan(tbl *table.Table, s *table.Snapshot, delta *snapshotDelta, cache *
 		}
 	}
 	if after, ok := extendPlan(tbl, parent, s, before, delta); ok {
-		if extendedPlanCheck != nil {
-			extendedPlanCheck(tbl, s, after)
-		}
+		checkExtendedPlan(tbl, s, after)
+		cache.countExtended()
 		cache.put(key, after)
 	}
 }
-
-// extendedPlanCheck, set by tests, checks every plan extendPlan derives
-// against iceberg-go's planner.
-var extendedPlanCheck func(tbl *table.Table, s *table.Snapshot, plan livePlan)

@@ -29,8 +29,9 @@ type PlanCache struct {
 	// derivations wait for one another's plans rather than each plan the
 	// table; bounded by the derivations running.
 	inflight map[planKey]*planCall
-	// fullPlans counts the runs of iceberg-go's planner.
-	fullPlans int64
+	// fullPlans counts the runs of iceberg-go's planner; extended the
+	// plans derived from a parent's instead.
+	fullPlans, extended int64
 }
 
 // planCall is a plan being made; done is closed when plan and err are set.
@@ -140,6 +141,22 @@ func (c *PlanCache) FullPlans() int64 {
 }
 
 // planFiles runs iceberg-go's planner on snapshot s, counting the run.
+// countExtended counts a plan derived from its parent's.
+func (c *PlanCache) countExtended() {
+	if c != nil {
+		c.mu.Lock()
+		c.extended++
+		c.mu.Unlock()
+	}
+}
+
+// extendedCount is the number of plans derived from a parent's.
+func (c *PlanCache) extendedCount() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.extended
+}
+
 func (c *PlanCache) planFiles(ctx context.Context, tbl *table.Table, s *table.Snapshot) (livePlan, error) {
 	if c != nil {
 		c.mu.Lock()

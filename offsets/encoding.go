@@ -2,8 +2,6 @@ package offsets
 
 import (
 	"context"
-
-	"github.com/lakegw/lakegw/state"
 )
 
 // Encoding returns the encoding of the topic's records the index was
@@ -45,7 +43,7 @@ func (t *Topic) SetEncoding(ctx context.Context, encoding string) (raised bool, 
 		}
 		// Every record is served anew under one epoch: a consumer that
 		// read any of them under an older one reads them again.
-		st.Epochs = make([][]state.EpochStart, len(t.st.Epochs))
+		st.Epochs = make([][]EpochStart, len(t.st.Epochs))
 		parts = make([][]Segment, len(t.parts))
 		for p := range t.parts {
 			start := View{segs: t.parts[p], epochs: t.st.Epochs[p]}.LogStart()

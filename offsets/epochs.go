@@ -3,8 +3,6 @@ package offsets
 import (
 	"fmt"
 	"math"
-
-	"github.com/lakegw/lakegw/state"
 )
 
 // Leader epochs, and why every snapshot has its own.
@@ -80,7 +78,7 @@ func nextEpoch(topic string, e int32) (int32, error) {
 
 // topEpoch is the newest epoch of the topic: of its epoch list (the
 // rewrites) and of its newest segments.
-func topEpoch(st state.TopicState, parts [][]Segment) int32 {
+func topEpoch(st TopicState, parts [][]Segment) int32 {
 	m := maxEpoch(st.Epochs)
 	for _, segs := range parts {
 		if n := len(segs); n > 0 {

@@ -3,8 +3,6 @@ package offsets
 import (
 	"context"
 	"fmt"
-
-	"github.com/lakegw/lakegw/state"
 )
 
 // Len is the number of indexed snapshots.
@@ -58,7 +56,7 @@ func (t *Topic) RaiseEpoch(ctx context.Context, epoch int32) error {
 		return nil
 	}
 	st := t.st
-	st.Epochs = make([][]state.EpochStart, len(t.st.Epochs))
+	st.Epochs = make([][]EpochStart, len(t.st.Epochs))
 	for p := range st.Epochs {
 		st.Epochs[p] = truncateEpochs(t.st.Epochs[p], epoch, t.endLocked(int32(p)))
 	}

@@ -3,8 +3,6 @@ package offsets
 import (
 	"context"
 	"fmt"
-
-	"github.com/lakegw/lakegw/state"
 )
 
 // StartAt makes an empty index start at bases[p] in partition p instead of
@@ -19,7 +17,7 @@ func (t *Topic) StartAt(ctx context.Context, bases []int64) error {
 		return fmt.Errorf("topic %s: start offsets for %d partitions, want %d", t.st.Topic, len(bases), t.st.Partitions)
 	}
 	st := t.st
-	st.Epochs = make([][]state.EpochStart, len(t.st.Epochs))
+	st.Epochs = make([][]EpochStart, len(t.st.Epochs))
 	for p := range t.parts {
 		if len(t.parts[p]) > 0 {
 			return fmt.Errorf("topic %s: cannot move the start of partition %d, which holds %d segments", t.st.Topic, p, len(t.parts[p]))
@@ -28,7 +26,7 @@ func (t *Topic) StartAt(ctx context.Context, bases []int64) error {
 			return fmt.Errorf("topic %s: negative start offset %d for partition %d", t.st.Topic, bases[p], p)
 		}
 		es := t.st.Epochs[p]
-		st.Epochs[p] = []state.EpochStart{{Epoch: es[len(es)-1].Epoch, StartOffset: bases[p]}}
+		st.Epochs[p] = []EpochStart{{Epoch: es[len(es)-1].Epoch, StartOffset: bases[p]}}
 	}
 	if err := t.store.ReplaceTopic(ctx, st, nil); err != nil {
 		return err

@@ -4,21 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-
-	"github.com/lakegw/lakegw/state"
-)
-
-// Segment is the run of offsets one snapshot occupies in one partition.
-type Segment = state.Segment
-
-// SegmentKind says what a segment's records are: a snapshot's changes,
-// or the live rows of a compacted prefix.
-type SegmentKind = state.SegmentKind
-
-// Segment kinds.
-const (
-	KindChanges         = state.KindChanges
-	KindCompactedPrefix = state.KindCompactedPrefix
 )
 
 // Snapshot is an indexed snapshot with its record count per partition.
@@ -37,14 +22,14 @@ type Snapshot struct {
 // segment in every partition (possibly empty), so all partitions index the
 // same snapshots in the same order. Safe for concurrent use.
 type Topic struct {
-	store *state.Store
+	store Store
 	// name and partitions never change after Open; kept outside st, which
 	// mutators replace under mu, so that reading them takes no lock.
 	name       string
 	partitions int32
 
 	mu    sync.RWMutex
-	st    state.TopicState
+	st    TopicState
 	parts [][]Segment
 	// leaderEpoch is the newest epoch of the topic, of its segments or
 	// its epoch list (epochs.go); fenceEpoch the newest of its epoch list,
@@ -56,7 +41,7 @@ type Topic struct {
 
 // setState replaces the persisted state, with mu held for writing and
 // parts already in place.
-func (t *Topic) setState(st state.TopicState) {
+func (t *Topic) setState(st TopicState) {
 	t.st = st
 	t.fenceEpoch = maxEpoch(st.Epochs)
 	t.leaderEpoch = topEpoch(st, t.parts)
@@ -67,7 +52,7 @@ func (t *Topic) setState(st state.TopicState) {
 // UUID) or its partition count changed, the old offsets no longer mean
 // anything: the index restarts empty under a higher leader epoch so clients
 // see a truncation rather than silently different records.
-func Open(ctx context.Context, store *state.Store, topic, tableUUID string, partitions int32) (*Topic, error) {
+func Open(ctx context.Context, store Store, topic, tableUUID string, partitions int32) (*Topic, error) {
 	if partitions < 1 {
 		return nil, fmt.Errorf("topic %s: partitions must be >= 1, got %d", topic, partitions)
 	}
@@ -109,10 +94,10 @@ func Open(ctx context.Context, store *state.Store, topic, tableUUID string, part
 			return nil, err
 		}
 	}
-	st = state.TopicState{Topic: topic, TableUUID: tableUUID, Partitions: partitions, Epochs: make([][]state.EpochStart, partitions)}
+	st = TopicState{Topic: topic, TableUUID: tableUUID, Partitions: partitions, Epochs: make([][]EpochStart, partitions)}
 	t.parts = make([][]Segment, partitions)
 	for p := range st.Epochs {
-		st.Epochs[p] = []state.EpochStart{{Epoch: epoch, StartOffset: 0}}
+		st.Epochs[p] = []EpochStart{{Epoch: epoch, StartOffset: 0}}
 	}
 	if err := store.ReplaceTopic(ctx, st, nil); err != nil {
 		return nil, err
@@ -121,7 +106,7 @@ func Open(ctx context.Context, store *state.Store, topic, tableUUID string, part
 	return t, nil
 }
 
-func maxEpoch(epochs [][]state.EpochStart) int32 {
+func maxEpoch(epochs [][]EpochStart) int32 {
 	m := int32(0)
 	for _, es := range epochs {
 		for _, e := range es {
@@ -225,7 +210,7 @@ func (t *Topic) Truncate(ctx context.Context, keep int) error {
 		return nil
 	}
 	st := t.st
-	st.Epochs = make([][]state.EpochStart, len(t.st.Epochs))
+	st.Epochs = make([][]EpochStart, len(t.st.Epochs))
 	epoch, err := nextEpoch(t.name, t.leaderEpoch)
 	if err != nil {
 		return err
@@ -254,7 +239,7 @@ func (t *Topic) Truncate(ctx context.Context, keep int) error {
 // records are gone) and starts epoch there, as Kafka's leader epoch cache
 // does on truncation: otherwise an older epoch would seem to end past the
 // point where its records stopped being served.
-func truncateEpochs(es []state.EpochStart, epoch int32, end int64) []state.EpochStart {
+func truncateEpochs(es []EpochStart, epoch int32, end int64) []EpochStart {
 	k := len(es)
 	for k > 1 && es[k-1].StartOffset >= end {
 		k--
@@ -262,7 +247,7 @@ func truncateEpochs(es []state.EpochStart, epoch int32, end int64) []state.Epoch
 	if k == 1 && es[0].StartOffset >= end {
 		k = 0
 	}
-	return append(append([]state.EpochStart(nil), es[:k]...), state.EpochStart{Epoch: epoch, StartOffset: end})
+	return append(append([]EpochStart(nil), es[:k]...), EpochStart{Epoch: epoch, StartOffset: end})
 }
 
 // ResetToPrefix replaces the whole index by one compacted-prefix segment
@@ -277,7 +262,7 @@ func (t *Topic) ResetToPrefix(ctx context.Context, s Snapshot) error {
 		return fmt.Errorf("topic %s: snapshot %d has counts for %d partitions, want %d", t.st.Topic, s.SnapshotID, len(s.Counts), t.st.Partitions)
 	}
 	st := t.st
-	st.Epochs = make([][]state.EpochStart, len(t.parts))
+	st.Epochs = make([][]EpochStart, len(t.parts))
 	epoch, err := nextEpoch(t.name, t.leaderEpoch)
 	if err != nil {
 		return err
@@ -286,7 +271,7 @@ func (t *Topic) ResetToPrefix(ctx context.Context, s Snapshot) error {
 	var all []Segment
 	for p := range t.parts {
 		end := t.endLocked(int32(p))
-		g := Segment{Kind: state.KindCompactedPrefix, Partition: int32(p), SnapshotID: s.SnapshotID,
+		g := Segment{Kind: KindCompactedPrefix, Partition: int32(p), SnapshotID: s.SnapshotID,
 			SequenceNumber: s.SequenceNumber, TimestampMs: s.TimestampMs, BaseOffset: end, Count: s.Counts[p], Epoch: epoch}
 		parts[p] = []Segment{g}
 		all = append(all, g)
@@ -358,7 +343,7 @@ func (t *Topic) CompactPrefixUnder(ctx context.Context, through int, live []int6
 		}
 	}
 	st := t.st
-	st.Epochs = make([][]state.EpochStart, len(t.st.Epochs))
+	st.Epochs = make([][]EpochStart, len(t.st.Epochs))
 	parts := make([][]Segment, len(t.parts))
 	var all []Segment
 	for p := range t.parts {
@@ -370,7 +355,7 @@ func (t *Topic) CompactPrefixUnder(ctx context.Context, through int, live []int6
 			return fmt.Errorf("topic %s partition %d: %d live rows at snapshot %d exceed the %d records of the history they replace",
 				t.st.Topic, p, live[p], last.SnapshotID, replaced)
 		}
-		prefix := Segment{Kind: state.KindCompactedPrefix, Partition: int32(p), SnapshotID: last.SnapshotID,
+		prefix := Segment{Kind: KindCompactedPrefix, Partition: int32(p), SnapshotID: last.SnapshotID,
 			SequenceNumber: last.SequenceNumber, TimestampMs: last.TimestampMs, BaseOffset: end - live[p], Count: live[p], Epoch: prefixEpoch}
 		parts[p] = append([]Segment{prefix}, segs[through+1:]...)
 		if relabel {
@@ -381,10 +366,10 @@ func (t *Topic) CompactPrefixUnder(ctx context.Context, through int, live []int6
 		all = append(all, parts[p]...)
 		// Epochs before the prefix are gone with their records: a client
 		// asking for one is told it ended at the prefix's base.
-		st.Epochs[p] = []state.EpochStart{{Epoch: prefixEpoch, StartOffset: prefix.BaseOffset}}
+		st.Epochs[p] = []EpochStart{{Epoch: prefixEpoch, StartOffset: prefix.BaseOffset}}
 		if fence > 0 {
 			hw := t.endLocked(int32(p))
-			st.Epochs[p] = append(st.Epochs[p], state.EpochStart{Epoch: fence, StartOffset: hw})
+			st.Epochs[p] = append(st.Epochs[p], EpochStart{Epoch: fence, StartOffset: hw})
 		}
 	}
 	if err := t.store.ReplaceTopic(ctx, st, all); err != nil {

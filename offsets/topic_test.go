@@ -2,20 +2,8 @@ package offsets
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
-
-	"github.com/lakegw/lakegw/state"
 )
-
-func openStore(t *testing.T, dir string) *state.Store {
-	t.Helper()
-	s, err := state.Open(context.Background(), filepath.Join(dir, "state.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
 
 // newTopic opens the empty index of topic ns.t on a fresh store, both
 // closed when the test ends.
@@ -32,7 +20,7 @@ func newTopic(t *testing.T, partitions int32) *Topic {
 
 // reopen closes store, as a stopping gateway does, and opens the index of
 // table again from a new store on dir (closed when the test ends).
-func reopen(t *testing.T, store *state.Store, dir, table, uuid string, partitions int32) *Topic {
+func reopen(t *testing.T, store *memStore, dir, table, uuid string, partitions int32) *Topic {
 	t.Helper()
 	store.Close()
 	store = openStore(t, dir)
@@ -296,8 +284,8 @@ func TestSegmentsWithoutAnEpochLoadUnderTheCurrentOne(t *testing.T) {
 	ctx := context.Background()
 	store := openStore(t, t.TempDir())
 	defer store.Close()
-	st := state.TopicState{Topic: "ns.t", TableUUID: "u", Partitions: 1,
-		Epochs: [][]state.EpochStart{{{Epoch: 0, StartOffset: 0}, {Epoch: 4, StartOffset: 7}}}}
+	st := TopicState{Topic: "ns.t", TableUUID: "u", Partitions: 1,
+		Epochs: [][]EpochStart{{{Epoch: 0, StartOffset: 0}, {Epoch: 4, StartOffset: 7}}}}
 	segs := []Segment{
 		{Kind: KindCompactedPrefix, SnapshotID: 2, BaseOffset: 3, Count: 4, Epoch: -1},
 		{SnapshotID: 3, BaseOffset: 7, Count: 2, Epoch: 4},

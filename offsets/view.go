@@ -2,8 +2,6 @@ package offsets
 
 import (
 	"sort"
-
-	"github.com/lakegw/lakegw/state"
 )
 
 // View is one partition's index as it stood at one moment: its segments,
@@ -17,7 +15,7 @@ import (
 // the end of the slices, every rewrite builds new ones).
 type View struct {
 	segs   []Segment
-	epochs []state.EpochStart
+	epochs []EpochStart
 	// leaderEpoch is the topic's newest epoch, fenceEpoch its last
 	// rewrite's (Topic.leaderEpoch, Topic.fenceEpoch).
 	leaderEpoch int32

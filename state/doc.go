@@ -2,5 +2,10 @@
 // pure-Go modernc driver): offset index segments, committed group offsets and
 // registered tables, persisted so that a restart serves identical offsets.
 //
-// It is a leaf: it must not import any other lakegw package.
+// It stores the index behind the interface offsets/ defines (offsets.Store,
+// with its Segment and TopicState types) and committed offsets behind the
+// one protocol/groups defines (groups.OffsetStore, groups.CommittedOffset):
+// one type per concept, owned by the package whose concept it is. It may
+// import offsets/ and protocol/groups for those types alone; it must not
+// import protocol/, fetch/, topics/, changelog/, lake/ or lsm/.
 package state

@@ -4,30 +4,25 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+
+	"github.com/lakegw/lakegw/protocol/groups"
 )
 
-// GroupOffset is a committed consumer group offset.
-type GroupOffset struct {
-	Group        string
-	Topic        string
-	Partition    int32
-	Offset       int64
-	LeaderEpoch  int32
-	Metadata     string
-	CommitTimeMs int64
-}
+// Store persists the group coordinator's committed offsets
+// (groups.OffsetStore).
+var _ groups.OffsetStore = (*Store)(nil)
 
-// GroupOffsets returns every committed offset.
-func (s *Store) GroupOffsets(ctx context.Context) ([]GroupOffset, error) {
+// LoadOffsets returns every committed offset.
+func (s *Store) LoadOffsets(ctx context.Context) ([]groups.CommittedOffset, error) {
 	rows, err := s.db.QueryContext(ctx,
 		`SELECT group_id, topic, partition, offset, leader_epoch, metadata, commit_ms FROM group_offsets`)
 	if err != nil {
 		return nil, fmt.Errorf("load group offsets: %w", err)
 	}
 	defer rows.Close()
-	var out []GroupOffset
+	var out []groups.CommittedOffset
 	for rows.Next() {
-		var o GroupOffset
+		var o groups.CommittedOffset
 		if err := rows.Scan(&o.Group, &o.Topic, &o.Partition, &o.Offset, &o.LeaderEpoch, &o.Metadata, &o.CommitTimeMs); err != nil {
 			return nil, fmt.Errorf("read group offset: %w", err)
 		}
@@ -36,11 +31,11 @@ func (s *Store) GroupOffsets(ctx context.Context) ([]GroupOffset, error) {
 	return out, rows.Err()
 }
 
-// SaveGroupOffsets upserts committed offsets; when it returns nil they
+// SaveOffsets upserts committed offsets; when it returns nil they
 // are durable (the store syncs every commit). Concurrent calls share one
 // transaction and so one sync (group commit, offset_saves.go): each is
 // answered once the transaction holding it committed.
-func (s *Store) SaveGroupOffsets(ctx context.Context, offs []GroupOffset) error {
+func (s *Store) SaveOffsets(ctx context.Context, offs []groups.CommittedOffset) error {
 	if err := s.saves.save(ctx, offs, s.writeGroupOffsets); err != nil {
 		return fmt.Errorf("save group offsets: %w", err)
 	}
@@ -48,7 +43,7 @@ func (s *Store) SaveGroupOffsets(ctx context.Context, offs []GroupOffset) error 
 }
 
 // writeGroupOffsets upserts offs in one transaction, in order.
-func (s *Store) writeGroupOffsets(ctx context.Context, offs []GroupOffset) error {
+func (s *Store) writeGroupOffsets(ctx context.Context, offs []groups.CommittedOffset) error {
 	return s.inTx(ctx, func(tx *sql.Tx) error {
 		stmt, err := tx.PrepareContext(ctx,
 			`INSERT INTO group_offsets(group_id, topic, partition, offset, leader_epoch, metadata, commit_ms) VALUES(?,?,?,?,?,?,?)

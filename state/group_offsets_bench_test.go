@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+
+	"github.com/lakegw/lakegw/protocol/groups"
 )
 
 // BenchmarkSaveGroupOffsets measures what an OffsetCommit waits for: one
@@ -16,16 +18,16 @@ func BenchmarkSaveGroupOffsets(b *testing.B) {
 		b.Run(fmt.Sprintf("partitions=%d", parts), func(b *testing.B) {
 			ctx := context.Background()
 			s := openTestStore(b)
-			offs := make([]GroupOffset, parts)
+			offs := make([]groups.CommittedOffset, parts)
 			for i := range offs {
-				offs[i] = GroupOffset{Group: "bench", Topic: "ns.t", Partition: int32(i), LeaderEpoch: -1}
+				offs[i] = groups.CommittedOffset{Group: "bench", Topic: "ns.t", Partition: int32(i), LeaderEpoch: -1}
 			}
 			b.ResetTimer()
 			for n := 0; n < b.N; n++ {
 				for i := range offs {
 					offs[i].Offset = int64(n)
 				}
-				if err := s.SaveGroupOffsets(ctx, offs); err != nil {
+				if err := s.SaveOffsets(ctx, offs); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -42,10 +44,10 @@ func BenchmarkSaveGroupOffsetsConcurrent(b *testing.B) {
 	b.SetParallelism(8)
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
-		o := GroupOffset{Group: fmt.Sprintf("bench-%d", next.Add(1)), Topic: "ns.t", LeaderEpoch: -1}
+		o := groups.CommittedOffset{Group: fmt.Sprintf("bench-%d", next.Add(1)), Topic: "ns.t", LeaderEpoch: -1}
 		for pb.Next() {
 			o.Offset++
-			if err := s.SaveGroupOffsets(ctx, []GroupOffset{o}); err != nil {
+			if err := s.SaveOffsets(ctx, []groups.CommittedOffset{o}); err != nil {
 				b.Error(err)
 				return
 			}

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"path/filepath"
 	"testing"
+
+	"github.com/lakegw/lakegw/offsets"
 )
 
 // A store written before segments had a kind and an epoch, and topics an
@@ -39,15 +41,15 @@ func TestOpenMigratesAnOlderStore(t *testing.T) {
 	if err != nil || !found {
 		t.Fatalf("load: %v %v", found, err)
 	}
-	if len(segs) != 1 || segs[0].SnapshotID != 11 || segs[0].Count != 5 || segs[0].Kind != KindChanges || segs[0].Epoch != -1 {
+	if len(segs) != 1 || segs[0].SnapshotID != 11 || segs[0].Count != 5 || segs[0].Kind != offsets.KindChanges || segs[0].Epoch != -1 {
 		t.Fatalf("old segments: %+v", segs)
 	}
 	if st.Encoding != "" {
 		t.Fatalf("old topic state has encoding %q, want none", st.Encoding)
 	}
-	add := Segment{Kind: KindCompactedPrefix, SnapshotID: 12, BaseOffset: 5, Count: 2, Epoch: 3}
+	add := offsets.Segment{Kind: offsets.KindCompactedPrefix, SnapshotID: 12, BaseOffset: 5, Count: 2, Epoch: 3}
 	st.Encoding = "format=upsert"
-	if err := s.AppendSegments(ctx, st, []Segment{add}); err != nil {
+	if err := s.AppendSegments(ctx, st, []offsets.Segment{add}); err != nil {
 		t.Fatal(err)
 	}
 	if st, segs, _, err = s.LoadTopic(ctx, "ns.t"); err != nil || len(segs) != 2 || segs[1] != add || st.Encoding != "format=upsert" {

@@ -3,6 +3,8 @@ package state
 import (
 	"context"
 	"sync"
+
+	"github.com/lakegw/lakegw/protocol/groups"
 )
 
 // offsetSaves batches concurrent saves of committed offsets into one
@@ -20,7 +22,7 @@ type offsetSaves struct {
 }
 
 type offsetSave struct {
-	offs []GroupOffset
+	offs []groups.CommittedOffset
 	done chan struct{} // closed once written (or failed); err is set then
 	err  error
 }
@@ -34,7 +36,7 @@ func newOffsetSaves() *offsetSaves {
 // callers' offsets, and it is short. ctx bounds only the wait for a turn
 // to write; a caller that gives up may still have its offsets written, as
 // a Kafka client whose request timed out cannot know either.
-func (q *offsetSaves) save(ctx context.Context, offs []GroupOffset, write func(context.Context, []GroupOffset) error) error {
+func (q *offsetSaves) save(ctx context.Context, offs []groups.CommittedOffset, write func(context.Context, []groups.CommittedOffset) error) error {
 	me := &offsetSave{offs: offs, done: make(chan struct{})}
 	q.mu.Lock()
 	q.queued = append(q.queued, me)
@@ -58,7 +60,7 @@ func (q *offsetSaves) save(ctx context.Context, offs []GroupOffset, write func(c
 	q.queued = nil
 	q.mu.Unlock()
 
-	var all []GroupOffset
+	var all []groups.CommittedOffset
 	for _, s := range batch {
 		all = append(all, s.offs...)
 	}

@@ -7,7 +7,7 @@ import (
 )
 
 // Every connection of the store syncs at each commit (synchronous=FULL):
-// an OffsetCommit is acknowledged once SaveGroupOffsets returns, so a
+// an OffsetCommit is acknowledged once SaveOffsets returns, so a
 // power loss must not take it back.
 func TestStoreSyncsEveryCommit(t *testing.T) {
 	ctx := context.Background()

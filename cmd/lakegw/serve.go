@@ -164,7 +164,7 @@ func cmdServe(ctx context.Context, args []string, demo bool) (err error) {
 		OffsetsRetention: *offsetsRetention,
 	}
 	groupLimits.apply(&groupOpts)
-	coord := groups.New(protocol.GroupOffsetStore{Store: store}, log, groupOpts)
+	coord := groups.New(store, log, groupOpts)
 	if err := coord.Open(ctx); err != nil {
 		return err
 	}

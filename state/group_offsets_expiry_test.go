@@ -1,4 +1,4 @@
-package protocol
+package state
 
 import (
 	"context"
@@ -11,7 +11,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/lakegw/lakegw/protocol/groups"
-	"github.com/lakegw/lakegw/state"
 )
 
 // TestExpiredOffsetsLeaveTheStateStore checks offset retention against the
@@ -26,11 +25,11 @@ func TestExpiredOffsetsLeaveTheStateStore(t *testing.T) {
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	opts := groups.Options{OffsetsRetention: time.Hour, OffsetsRetentionCheck: time.Hour, Now: clock}
 
-	store, err := state.Open(ctx, path)
+	store, err := Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := groups.New(GroupOffsetStore{Store: store}, zerolog.Nop(), opts)
+	c := groups.New(store, zerolog.Nop(), opts)
 	if err := c.Open(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -60,19 +59,19 @@ func TestExpiredOffsetsLeaveTheStateStore(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	store, err = state.Open(ctx, path)
+	store, err = Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	rows, err := store.GroupOffsets(ctx)
+	rows, err := store.LoadOffsets(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(rows) != 1 || rows[0].Group != "recent" || rows[0].Offset != 8 {
 		t.Fatalf("state store after expiry and reopen: %+v", rows)
 	}
-	c = groups.New(GroupOffsetStore{Store: store}, zerolog.Nop(), opts)
+	c = groups.New(store, zerolog.Nop(), opts)
 	defer c.Close()
 	if err := c.Open(ctx); err != nil {
 		t.Fatal(err)
