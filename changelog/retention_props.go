@@ -21,6 +21,10 @@ const (
 	// background ("true"): quickstart and lsm.Create set it, a user may set
 	// it on any table lakegw should maintain.
 	PropMaintenanceEnabled = "lakegw.maintenance.enabled"
+	// PropPartitions is the table's topic partition count (records are
+	// spread by key hash, murmur2.go); a lakegw LSM table's is its bucket
+	// count. Defined here, below both topics/ and lsm/, which read it.
+	PropPartitions = "lakegw.partitions"
 )
 
 // Retention defaults: Kafka's retention.ms (7 days) and retention.bytes

@@ -153,7 +153,7 @@ func (t *Table) compactOnce(ctx context.Context, full, leased bool) (CompactResu
 		removeFiles(fs, paths)
 		return res, err
 	}
-	props := iceberg.Properties{"lakegw.lsm.compaction": "true"}
+	props := iceberg.Properties{SummaryCompaction: "true"}
 	if err := addEnds(tbl, sp.buckets, nil, props); err != nil {
 		removeFiles(fs, paths)
 		return res, err

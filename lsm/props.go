@@ -11,6 +11,11 @@ import (
 	"github.com/lakegw/lakegw/changelog"
 )
 
+// SummaryCompaction marks the snapshot summary of a compaction commit
+// ("true"): an operator reading the history sees which commits only
+// rewrote files.
+const SummaryCompaction = "lakegw.lsm.compaction"
+
 // Table properties that make a table a lakegw LSM table. They travel with
 // the table, so any lakegw instance opens it the same way.
 const (
@@ -25,7 +30,7 @@ const (
 	// whose sequence column value is not older than the stored one.
 	PropSeqGroupPrefix = "lakegw.lsm.sequence-group."
 	// PropPartitions is the topic partition count; always = buckets.
-	PropPartitions = "lakegw.partitions"
+	PropPartitions = changelog.PropPartitions
 )
 
 // Merge engine names.

@@ -70,6 +70,10 @@ func handleDescribeConfigs(ctx context.Context, c *conn, req *kmsg.DescribeConfi
 	return resp, nil
 }
 
+// configPinnedBy is a topic config lakegw reports, not a table property:
+// the consumer groups whose committed offsets hold the table's history.
+const configPinnedBy = "lakegw.pinned-by"
+
 func topicConfigs(ctx context.Context, t *topics.Topic, pins PinReporter) [][2]string {
 	ret := t.Config.LogRetention(t.Table().Properties())
 	configs := [][2]string{
@@ -78,16 +82,16 @@ func topicConfigs(ctx context.Context, t *topics.Topic, pins PinReporter) [][2]s
 		{"retention.ms", strconv.FormatInt(ret.Ms, 10)},
 		{"retention.bytes", strconv.FormatInt(ret.Bytes, 10)},
 		{"message.timestamp.type", "CreateTime"},
-		{"lakegw.format", t.Config.Format},
-		{"lakegw.partitions", strconv.Itoa(int(t.Config.Partitions))},
-		{"lakegw.consumer.max-pin", strconv.FormatInt(t.Config.MaxPinMs, 10)},
+		{topics.PropFormat, t.Config.Format},
+		{topics.PropPartitions, strconv.Itoa(int(t.Config.Partitions))},
+		{topics.PropMaxPinMs, strconv.FormatInt(t.Config.MaxPinMs, 10)},
 	}
 	if pins != nil {
 		by := pins.PinnedBy(ctx, t.Name)
 		if by == "" {
 			by = "none"
 		}
-		configs = append(configs, [2]string{"lakegw.pinned-by", by})
+		configs = append(configs, [2]string{configPinnedBy, by})
 	}
 	return configs
 }

@@ -39,11 +39,17 @@ type TopicConfig struct {
 
 // Table properties that configure a table's topic; they travel with the
 // table, so every gateway serving it agrees on partitions and format.
+// TopicConfig parses every one of them (withTableProps, LogRetention);
+// those that lsm/ and maintain/ read as well are defined in changelog/,
+// below all three, and named here too.
 const (
-	PropFormat      = "lakegw.format"
-	PropPartitions  = "lakegw.partitions"
-	PropCompression = "lakegw.compression"
-	PropKeyColumns  = "lakegw.key-columns"
+	PropFormat         = "lakegw.format"
+	PropPartitions     = changelog.PropPartitions
+	PropCompression    = "lakegw.compression"
+	PropKeyColumns     = "lakegw.key-columns"
+	PropRetentionMs    = changelog.PropRetentionMs
+	PropRetentionBytes = changelog.PropRetentionBytes
+	PropMaxPinMs       = changelog.PropMaxPinMs
 )
 
 // DefaultTopicConfig is used where neither the table nor the operator says
