@@ -82,6 +82,8 @@ var rules = map[string]rule{
 		may:     []string{"changelog", "lake", "lake/files"},
 		mustNot: []string{"protocol/...", "fetch", "topics", "offsets"},
 	},
+	// "It may import offsets/ and state/ only, and only tests import it."
+	"offsets/offsetstest": {may: []string{"offsets", "state"}},
 	// "It is a leaf: it must not import any other lakegw package."
 	"state": {may: none},
 	// "must not import protocol/, fetch/, offsets/, changelog/, topics/ or
@@ -120,6 +122,8 @@ var everywhere = []struct {
 	{"cmd/...", nil},
 	// Tests and benchmarks are not libraries either.
 	{"e2e/...", []string{"e2e/..."}},
+	// offsets/offsetstest/doc.go: "only tests import it".
+	{"offsets/offsetstest", nil},
 	// protocol/doc.go: "nothing below it imports protocol/" (groups is
 	// part of protocol/, below it only in name).
 	{"protocol/...", []string{"cmd/...", "e2e/...", "protocol"}},
