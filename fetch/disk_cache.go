@@ -30,7 +30,7 @@ type diskCache struct {
 	bytes    int64
 	nextID   int
 	disabled bool
-	// held counts the references responses hold on segments, to be
+	// held counts the references reads (Spans) hold on segments, to be
 	// released once written (Stats.DiskRangesHeld).
 	held atomic.Int64
 }
@@ -39,7 +39,7 @@ type diskSegment struct {
 	f    *os.File
 	size int64
 	keys []batchKey
-	// refs counts the responses that will send ranges of the file
+	// refs counts the reads (Spans) that will send ranges of the file
 	// straight from it (sendfile). An evicted segment is retired: its file
 	// is unlinked at once but closed only when the last of them is sent.
 	refs      atomic.Int32

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/rs/zerolog"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func TestBatchCacheServesFromDiskBeyondMemory(t *testing.T) {
@@ -34,23 +33,25 @@ func TestBatchCacheServesFromDiskBeyondMemory(t *testing.T) {
 		if !ok || n != 200<<10 || !bytes.Equal(got[:len(prefix)], prefix) || !bytes.Equal(got[len(prefix):], batch(i)) {
 			t.Fatalf("batch %d: found %v, size %d, right bytes %v", i, ok, n, bytes.Equal(got[len(prefix):], batch(i)))
 		}
-		if bs, flat := s.take(); len(bs) != 1 || !bytes.Equal(flat, batch(i)) {
-			t.Fatalf("batch %d: %d spans, flat bytes right: %v", i, len(bs), bytes.Equal(flat, batch(i)))
+		bs := s.take()
+		flat, err := bs.ReadAll()
+		if len(bs) != 1 || err != nil || !bytes.Equal(flat, batch(i)) {
+			t.Fatalf("batch %d: %d spans, bytes right: %v, %v", i, len(bs), bytes.Equal(flat, batch(i)), err)
 		}
 	}
 	// A sink that takes files gets disk hits as ranges of the cache's
 	// files, memory hits as bytes.
 	for i := range 10 {
-		s := batchSink{files: true}
-		if n, ok := c.appendTo(key(i), &s, 1<<20); !ok || n != 200<<10 {
+		spans := &Spans{sink: batchSink{files: true}, disk: d}
+		s := &spans.sink
+		if n, ok := c.appendTo(key(i), s, 1<<20); !ok || n != 200<<10 {
 			t.Fatalf("batch %d: found %v, size %d", i, ok, n)
 		}
-		bs, flat := s.take()
-		r := &Response{Batches: [][]Batches{{bs}}, segs: s.segs}
+		bs := s.take()
 		f, off, n := bs[0].File()
 		inMemory := i >= 5
-		if len(bs) != 1 || (f == nil) != inMemory || (flat != nil) != inMemory || len(s.arena) != map[bool]int{true: 200 << 10}[inMemory] {
-			t.Fatalf("batch %d: spans %d, file %v, flat %v, arena %d", i, len(bs), f != nil, flat != nil, len(s.arena))
+		if len(bs) != 1 || (f == nil) != inMemory || (bs[0].Bytes() != nil) != inMemory || len(s.arena) != map[bool]int{true: 200 << 10}[inMemory] {
+			t.Fatalf("batch %d: spans %d, file %v, bytes %v, arena %d", i, len(bs), f != nil, bs[0].Bytes() != nil, len(s.arena))
 		}
 		if f != nil {
 			got := make([]byte, n)
@@ -58,7 +59,7 @@ func TestBatchCacheServesFromDiskBeyondMemory(t *testing.T) {
 				t.Fatalf("batch %d: file range %d+%d: %v", i, off, n, err)
 			}
 		}
-		r.Release()
+		spans.Release()
 	}
 	// A batch larger than the room left is reported, not appended.
 	s := batchSink{arena: bytes.Clone(prefix), files: true}
@@ -149,10 +150,10 @@ func TestDiskCacheKeepsAReferencedSegmentUntilReleased(t *testing.T) {
 	}
 }
 
-// A range a response cannot read disables the disk cache, as a failed read
-// in the gateway does: the next fetches encode again rather than fail on
-// the same file.
-func TestResponseFileFailureDisablesTheDiskCache(t *testing.T) {
+// A range the spans of a read cannot read disables the disk cache, as a
+// failed read in the gateway does: the next fetches encode again rather
+// than fail on the same file.
+func TestSpansFileFailureDisablesTheDiskCache(t *testing.T) {
 	d, err := newDiskCache(filepath.Join(t.TempDir(), "b"), 4<<20, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
@@ -164,14 +165,14 @@ func TestResponseFileFailureDisablesTheDiskCache(t *testing.T) {
 	if !ok {
 		t.Fatal("batch not cached")
 	}
-	r := &Response{disk: d, segs: []*diskSegment{loc.seg}, FetchResponse: kmsg.NewPtrFetchResponse()}
-	r.Topics = []kmsg.FetchResponseTopic{{Partitions: []kmsg.FetchResponseTopicPartition{{}}}}
-	r.Batches = [][]Batches{{{FileSpan(loc.seg.f, loc.off, loc.n+100)}}} // past the file's end
-	if err := r.Materialize(); err == nil {
+	s := &Spans{sink: batchSink{segs: []*diskSegment{loc.seg}}, disk: d}
+	bs := Batches{FileSpan(loc.seg.f, loc.off, loc.n+100)} // past the file's end
+	if _, err = bs.ReadAll(); err == nil {
 		t.Fatal("a range past the file's end read without an error")
 	}
+	s.FileFailed(err)
 	if d.has(k) {
 		t.Fatal("the disk cache must be disabled after a file of it failed")
 	}
-	r.Release()
+	s.Release()
 }

@@ -8,13 +8,14 @@ import (
 	"testing"
 
 	"github.com/rs/zerolog"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/lakegw/lakegw/offsets"
+	"github.com/lakegw/lakegw/offsets/offsetstest"
 	"github.com/lakegw/lakegw/topics"
 )
 
-// TestOneIndexViewPerFetch answers fetches while another goroutine
+// TestOneIndexViewPerFetch reads a partition from one view of its index,
+// as protocol answers a Fetch, while another goroutine
 // truncates the index and appends a snapshot of another size under each
 // new epoch (issue 12, row 14). Every batch is in the cache, labelled with
 // the epoch of its key and the record count that epoch's index gives it,
@@ -25,7 +26,7 @@ import (
 // "foreign", or its counts do not add up to the high watermark.
 func TestOneIndexViewPerFetch(t *testing.T) {
 	ctx := context.Background()
-	idx := openIndex(t)
+	idx := offsetstest.Open(t, "ns.t", 1)
 	const batchRecords = 2
 	r, err := NewReader(Config{BatchRecords: batchRecords, CacheBytes: 1 << 20, ReadAheadBatches: -1}, zerolog.Nop())
 	if err != nil {
@@ -92,18 +93,22 @@ func TestOneIndexViewPerFetch(t *testing.T) {
 		}
 	}()
 	for i := 0; i < 2000 && !t.Failed(); i++ {
-		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.FetchOffset, rp.CurrentLeaderEpoch, rp.LastFetchedEpoch = 0, -1, -1
-		rp.PartitionMaxBytes = 1 << 20
-		op := kmsg.NewFetchResponseTopicPartition()
-		s := batchSink{}
-		r.readPartition(ctx, tp, 12, rp, 1<<20, true, &op, &s)
-		if op.ErrorCode != 0 {
-			t.Fatalf("error code %d", op.ErrorCode)
+		v := idx.View(0)
+		spans := r.NewSpans(0)
+		bs, err := r.ReadPartition(ctx, tp, &v, 0, 0, 1<<20, "none", spans)
+		if err != nil {
+			t.Fatal(err)
 		}
-		got := s.arena
+		got, err := bs.ReadAll()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = bytes.Clone(got)
+		spans.Release()
+		// The answer's offsets are those of the view the read leaves.
+		hw := v.HighWatermark()
 		if bytes.Contains(got, []byte("foreign")) {
-			t.Fatalf("answer with high watermark %d mixes two states of the index: %s", op.HighWatermark, got)
+			t.Fatalf("answer with high watermark %d mixes two states of the index: %s", hw, got)
 		}
 		var epoch int32 = -1
 		next := int64(0)
@@ -122,8 +127,8 @@ func TestOneIndexViewPerFetch(t *testing.T) {
 		}
 		// While the truncation is under way the index may be back at
 		// snapshot 1 alone.
-		if next != op.HighWatermark || (next != kept && next != kept+sizeUnder(epoch)) {
-			t.Fatalf("batches of epoch %d end at %d, the answer's high watermark is %d: %s", epoch, next, op.HighWatermark, got)
+		if next != hw || (next != kept && next != kept+sizeUnder(epoch)) {
+			t.Fatalf("batches of epoch %d end at %d, the answer's high watermark is %d: %s", epoch, next, hw, got)
 		}
 	}
 }

@@ -48,15 +48,15 @@ func newConn(s *Server, nc net.Conn) *conn {
 }
 
 // frame is one framed response. pooled frames go back to bytepool once
-// written. When spans is set, the frame is spans (slices of b, buffers and
-// file ranges it does not own), after which done is called.
+// written. When spans is set, the frame is spans: slices of b, and
+// buffers and file ranges it does not own.
 type frame struct {
 	b      []byte
 	pooled bool
 	spans  []fetch.Span
-	done   func()
-	// fileFailed is told when a span's file cannot be read.
-	fileFailed func(error)
+	// holds owns the buffers and files of spans: released with the
+	// frame, told when a file of it cannot be read.
+	holds *fetch.Spans
 	// answered is called once the frame is written or dropped: what its
 	// request holds until then goes back.
 	answered func()
@@ -105,8 +105,8 @@ func discard(f frame) { f.finish() }
 
 // finish gives back what a frame holds once it is written or dropped.
 func (f frame) finish() {
-	if f.done != nil {
-		f.done()
+	if f.holds != nil {
+		f.holds.Release()
 	}
 	if f.pooled {
 		// bufio has copied or written it: nothing refers to it now.
@@ -176,8 +176,8 @@ func (c *conn) write(w *bufio.Writer, f frame) error {
 		return err
 	}
 	err := writeSpans(c.nc, f.spans)
-	if fe := (*fileError)(nil); errors.As(err, &fe) && f.fileFailed != nil {
-		f.fileFailed(fe.err)
+	if fe := (*fileError)(nil); errors.As(err, &fe) && f.holds != nil {
+		f.holds.FileFailed(fe.err)
 	}
 	return err
 }
@@ -264,13 +264,13 @@ func (c *conn) logReadEnd(ctx context.Context, err error) {
 // handle runs one request's handler and frames its response; a nil frame
 // closes the connection.
 func (c *conn) handle(ctx context.Context, req *request) (out frame) {
-	var fr *fetch.Response
+	var fa *fetchAnswer
 	defer func() {
 		// A handler bug must not take the gateway down with it.
 		if p := recover(); p != nil {
 			c.log.Error().Interface("panic", p).Int16("api_key", req.msg.Key()).Msg("handler panicked; closing connection")
-			if fr != nil {
-				fr.Release()
+			if fa != nil {
+				fa.spans.Release()
 			}
 			out = frame{}
 		}
@@ -292,8 +292,8 @@ func (c *conn) handle(ctx context.Context, req *request) (out frame) {
 	if resp == nil {
 		return frame{b: noResponse}
 	}
-	if fr, _ = resp.(*fetch.Response); fr != nil {
-		return c.fetchFrame(req, fr)
+	if fa, _ = resp.(*fetchAnswer); fa != nil {
+		return c.fetchFrame(req, fa)
 	}
 	return frame{b: frameResponse(req, resp, make([]byte, 0, 256))}
 }

@@ -2,7 +2,13 @@
 // kmsg decoding and encoding, and one file per API key (as franz-go's kfake
 // does), each registering its version range beside its handler.
 //
-// Kafka error codes are chosen here and in fetch/ only. protocol/ may import
-// fetch/, topics/, offsets/, state/ and protocol/groups/; nothing below it
-// imports protocol/.
+// protocol/ knows Kafka: each handler owns its API's request, response and
+// error codes, and nothing below protocol/ (and its protocol/groups/) picks
+// an error code or builds a kmsg response. Fetch is answered here end to
+// end (epoch checks, byte limits, the MinBytes/MaxWait long poll) from the
+// record batches fetch/ reads for a partition, which the connection writes
+// from fetch's buffers and disk cache files without copying them.
+//
+// protocol/ may import fetch/, topics/, offsets/, state/ and
+// protocol/groups/; nothing below it imports protocol/.
 package protocol

@@ -3,34 +3,57 @@ package protocol
 import (
 	"encoding/binary"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/lakegw/lakegw/fetch"
 	"github.com/lakegw/lakegw/internal/bytepool"
 )
 
-// fetchFrame frames a Fetch response: written from the spans fetch read the
+// fetchFrame frames a Fetch answer: written from the spans fetch read the
 // batches into (memory, or disk cache files sent with sendfile), then
-// released. A response fetchFrame does not lay out is encoded by kmsg from
+// released. An answer fetchFrame does not lay out is encoded by kmsg from
 // the batches' bytes.
-func (c *conn) fetchFrame(req *request, resp *fetch.Response) frame {
-	resp.SetVersion(req.msg.GetVersion())
-	head, spans, ok := layoutFetch(bytepool.Get(4096), req.correlationID, resp)
+func (c *conn) fetchFrame(req *request, a *fetchAnswer) frame {
+	a.SetVersion(req.msg.GetVersion())
+	head, spans, ok := layoutFetch(bytepool.Get(4096), req.correlationID, a.FetchResponse, a.batches)
 	if ok {
-		return frame{b: head, pooled: true, spans: spans, done: resp.Release, fileFailed: resp.FileFailed}
+		return frame{b: head, pooled: true, spans: spans, holds: a.spans}
 	}
 	bytepool.Put(head)
-	defer resp.Release()
-	if err := resp.Materialize(); err != nil {
+	defer a.spans.Release()
+	if err := a.materialize(); err != nil {
 		c.log.Error().Err(err).Msg("closing connection: cannot read the record batches of a fetch response")
 		return frame{}
 	}
 	size := 1024
-	for _, t := range resp.Topics {
+	for _, t := range a.Topics {
 		size += len(t.Topic) + 64*len(t.Partitions)
 		for _, p := range t.Partitions {
 			size += len(p.RecordBatches)
 		}
 	}
-	return frame{b: frameResponse(req, resp.FetchResponse, bytepool.Get(size)), pooled: true}
+	return frame{b: frameResponse(req, a.FetchResponse, bytepool.Get(size)), pooled: true}
+}
+
+// materialize puts each partition's batches into its RecordBatches, reading
+// file ranges into memory, for kmsg to encode; the bytes stay valid until
+// the spans are released. A file that cannot be read is reported to the
+// spans, which disable the disk cache.
+func (a *fetchAnswer) materialize() error {
+	for i := range a.batches {
+		for j, bs := range a.batches[i] {
+			if len(bs) == 0 {
+				continue
+			}
+			b, err := bs.ReadAll()
+			if err != nil {
+				a.spans.FileFailed(err)
+				return err
+			}
+			a.Topics[i].Partitions[j].RecordBatches = b
+		}
+	}
+	return nil
 }
 
 // layoutFetch lays out a framed Fetch response as the protocol encodes it,
@@ -43,8 +66,9 @@ func (c *conn) fetchFrame(req *request, resp *fetch.Response) frame {
 // It covers what the gateway sets in a response (versions 4-12, no aborted
 // transactions, no current-leader or snapshot-id tags, no unknown tags);
 // for anything else ok is false and the caller encodes with kmsg.
-func layoutFetch(head []byte, correlationID int32, fr *fetch.Response) (_ []byte, spans []fetch.Span, ok bool) {
-	resp := fr.FetchResponse
+// batches[i][j] are the batches of resp.Topics[i].Partitions[j]; a
+// partition without them is written from its RecordBatches.
+func layoutFetch(head []byte, correlationID int32, resp *kmsg.FetchResponse, batches [][]fetch.Batches) (_ []byte, spans []fetch.Span, ok bool) {
 	v := resp.Version
 	if v < 4 || v > 12 || resp.UnknownTags.Len() > 0 || len(resp.Brokers) > 0 {
 		return head, nil, false
@@ -82,13 +106,11 @@ func layoutFetch(head []byte, correlationID int32, fr *fetch.Response) (_ []byte
 				p.DivergingEpoch.UnknownTags.Len() > 0 || p.RecordBatches == nil {
 				return head, nil, false
 			}
-			var batches fetch.Batches
-			if i < len(fr.Batches) && j < len(fr.Batches[i]) {
-				batches = fr.Batches[i][j]
-			} else {
-				batches = fetch.Batches{fetch.BytesSpan(p.RecordBatches)}
+			bs := fetch.Batches{fetch.BytesSpan(p.RecordBatches)}
+			if i < len(batches) && j < len(batches[i]) {
+				bs = batches[i][j]
 			}
-			n := batches.Len()
+			n := bs.Len()
 			head = binary.BigEndian.AppendUint32(head, uint32(p.Partition))
 			head = binary.BigEndian.AppendUint16(head, uint16(p.ErrorCode))
 			head = binary.BigEndian.AppendUint64(head, uint64(p.HighWatermark))
@@ -110,7 +132,7 @@ func layoutFetch(head []byte, correlationID int32, fr *fetch.Response) (_ []byte
 			} else {
 				head = binary.BigEndian.AppendUint32(head, uint32(n))
 			}
-			cuts = append(cuts, cut{at: len(head), batches: batches})
+			cuts = append(cuts, cut{at: len(head), batches: bs})
 			size += n
 			if flexible {
 				if p.DivergingEpoch.Epoch != -1 || p.DivergingEpoch.EndOffset != -1 {

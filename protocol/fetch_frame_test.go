@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/lakegw/lakegw/fetch"
@@ -23,15 +24,15 @@ func TestFetchFrameMatchesKmsg(t *testing.T) {
 		resp := randomFetchResponse(rng, int16(4+i%9))
 		corr := rng.Int32()
 		want := frameResponse(&request{msg: resp.RequestKind(), correlationID: corr}, resp, nil)
-		fr := &fetch.Response{FetchResponse: resp}
+		var batches [][]fetch.Batches
 		for _, rt := range resp.Topics {
 			var tb []fetch.Batches
 			for _, p := range rt.Partitions {
 				tb = append(tb, file.split(t, rng, p.RecordBatches))
 			}
-			fr.Batches = append(fr.Batches, tb)
+			batches = append(batches, tb)
 		}
-		_, spans, ok := layoutFetch(nil, corr, fr)
+		_, spans, ok := layoutFetch(nil, corr, resp, batches)
 		if !ok {
 			t.Fatalf("response %d (v%d): not framed", i, resp.Version)
 		}
@@ -112,9 +113,52 @@ func TestFetchFrameDeclinesWhatItDoesNotWrite(t *testing.T) {
 		resp.Topics[0].Partitions = append(resp.Topics[0].Partitions, kmsg.NewFetchResponseTopicPartition())
 		resp.Topics[0].Partitions[0].RecordBatches = []byte{}
 		change(resp)
-		if _, _, ok := layoutFetch(nil, 1, &fetch.Response{FetchResponse: resp}); ok {
+		if _, _, ok := layoutFetch(nil, 1, resp, nil); ok {
 			t.Fatalf("framed a response it cannot write: %+v", resp.Topics[0].Partitions[0])
 		}
+	}
+}
+
+// An answer layoutFetch declines (here: aborted transactions, which the
+// gateway never sets) is encoded by kmsg from its batches' bytes, read from
+// their files.
+func TestFetchFrameMaterializesWhatItDoesNotLayOut(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	file := newSpanFile(t)
+	r, err := fetch.NewReader(fetch.Config{}, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for i := range 50 {
+		want := randomFetchResponse(rng, int16(4+i%9))
+		want.Topics = append(want.Topics, kmsg.NewFetchResponseTopic())
+		declined := kmsg.NewFetchResponseTopicPartition()
+		declined.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{{}}
+		declined.RecordBatches = []byte{}
+		want.Topics[len(want.Topics)-1].Partitions = append(want.Topics[len(want.Topics)-1].Partitions, declined)
+		got := &fetchAnswer{FetchResponse: kmsg.NewPtrFetchResponse(), spans: r.NewSpans(0)}
+		*got.FetchResponse = *want
+		got.Topics = nil
+		for _, rt := range want.Topics {
+			gt := rt
+			gt.Partitions = nil
+			var tb []fetch.Batches
+			for _, p := range rt.Partitions {
+				tb = append(tb, file.split(t, rng, p.RecordBatches))
+				p.RecordBatches = []byte{}
+				gt.Partitions = append(gt.Partitions, p)
+			}
+			got.Topics = append(got.Topics, gt)
+			got.batches = append(got.batches, tb)
+		}
+		req := &request{msg: want.RequestKind(), correlationID: rng.Int32()}
+		req.msg.SetVersion(want.Version)
+		f := (&conn{log: zerolog.Nop()}).fetchFrame(req, got)
+		if f.spans != nil || !bytes.Equal(f.b, frameResponse(req, want, nil)) {
+			t.Fatalf("answer %d (v%d): not the frame kmsg encodes", i, want.Version)
+		}
+		f.finish()
 	}
 }
 
@@ -170,9 +214,8 @@ func BenchmarkFrameFetchResponse(b *testing.B) {
 	b.Run("writev", func(b *testing.B) {
 		b.SetBytes(1 << 20)
 		head := make([]byte, 0, 4096)
-		fr := &fetch.Response{FetchResponse: resp}
 		for b.Loop() {
-			head, _, _ = layoutFetch(head, 7, fr)
+			head, _, _ = layoutFetch(head, 7, resp, nil)
 		}
 	})
 }

@@ -32,7 +32,6 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 	"github.com/rs/zerolog"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/lakegw/lakegw/fetch"
 	"github.com/lakegw/lakegw/lake"
@@ -315,13 +314,15 @@ func BenchmarkReadWarm(b *testing.B) {
 	b.ReportMetric(float64(t.bytes)/(1<<20), "topic-MiB")
 }
 
-// BenchmarkServeWarm is the warm path as the Kafka server runs it, up to the
-// socket: a Fetch request answered by Reader.Serve. tier=memory copies the
-// topic's batches from the memory cache into a response buffer (which a
-// connection writes with writev); tier=disk gives memory 16 MiB and leaves
-// the rest in the disk tier's files (which a connection sends with
-// sendfile), as `make bench` does with a topic ten times the memory cache.
-// What writing to the socket costs is in `make bench`'s server CPU.
+// BenchmarkServeWarm is the warm path as the Kafka server runs it, up to
+// the socket: a Fetch's partition read by Reader.ReadPartition into the
+// spans of an answer (the kmsg response around them is protocol's).
+// tier=memory copies the topic's batches from the memory cache into the
+// answer's buffer (which a connection writes with writev); tier=disk gives
+// memory 16 MiB and leaves the rest in the disk tier's files (which a
+// connection sends with sendfile), as `make bench` does with a topic ten
+// times the memory cache. What writing to the socket costs is in `make
+// bench`'s server CPU.
 func BenchmarkServeWarm(b *testing.B) {
 	for _, tier := range []string{"memory", "disk"} {
 		b.Run("tier="+tier, func(b *testing.B) {
@@ -343,31 +344,26 @@ func benchServeWarm(b *testing.B, cfg fetch.Config) {
 	defer r.Close()
 	g.readAll(b, r)
 	ctx := context.Background()
+	topic := g.topic(b)
 	b.SetBytes(t.bytes)
 	b.ReportAllocs()
 	b.ResetTimer()
 	c0 := processCPU()
 	for b.Loop() {
 		for off := int64(0); off < t.changes; {
-			req := kmsg.NewPtrFetchRequest()
-			req.Version = 12
-			req.MaxBytes = 50 << 20
-			req.MinBytes = 1
-			rt := kmsg.NewFetchRequestTopic()
-			rt.Topic = mainTopic
-			rp := kmsg.NewFetchRequestTopicPartition()
-			rp.FetchOffset = off
-			rp.PartitionMaxBytes = 1 << 20
-			rp.CurrentLeaderEpoch = -1
-			rt.Partitions = append(rt.Partitions, rp)
-			req.Topics = append(req.Topics, rt)
-			resp := r.Serve(ctx, g.reg, req)
-			next := nextOffset(b, resp.Batches[0][0])
+			// One answer's spans, as the Fetch handler reads them.
+			spans := r.NewSpans(1 << 20)
+			v := topic.Index.View(0)
+			bs, err := r.ReadPartition(ctx, topic, &v, 0, off, 1<<20, topic.Config.Compression, spans)
+			if err != nil {
+				b.Fatalf("fetch at %d: %v", off, err)
+			}
+			next := nextOffset(b, bs)
 			if next <= off {
 				b.Fatalf("empty fetch at %d", off)
 			}
 			off = next
-			resp.Release()
+			spans.Release()
 		}
 	}
 	reportCPU(b, processCPU()-c0, t.changes)
@@ -478,9 +474,9 @@ func mustReader(tb testing.TB, cfg fetch.Config) *fetch.Reader {
 }
 
 // TestServeSendsDiskHitsFromTheirFiles serves a topic whose batches are on
-// the disk tier only: the responses carry them as ranges of the cache's
-// files, with the bytes a plain read gets, and hold those files until they
-// are released.
+// the disk tier only: the reads carry them as ranges of the cache's files,
+// with the bytes a plain read gets, and their spans hold those files until
+// they are released.
 func TestServeSendsDiskHitsFromTheirFiles(t *testing.T) {
 	bt := getTable(t, 3000, 500, nil)
 	g := openGateway(t, bt)
@@ -500,33 +496,29 @@ func TestServeSendsDiskHitsFromTheirFiles(t *testing.T) {
 	}
 	// Everything is encoded and on disk now: serve it again.
 	var got []byte
-	var held []*fetch.Response
+	var held []*fetch.Spans
 	for off := int64(0); off < bt.changes; {
-		req := kmsg.NewPtrFetchRequest()
-		req.Version, req.MaxBytes = 12, 50<<20
-		rt := kmsg.NewFetchRequestTopic()
-		rt.Topic = mainTopic
-		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch = off, 1<<20, -1
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
-		resp := r.Serve(context.Background(), g.reg, req)
-		held = append(held, resp)
-		bs := resp.Batches[0][0]
+		spans := r.NewSpans(1 << 20)
+		held = append(held, spans)
+		v := topic.Index.View(0)
+		bs, err := r.ReadPartition(context.Background(), topic, &v, 0, off, 1<<20, "none", spans)
+		if err != nil {
+			t.Fatalf("fetch at %d: %v", off, err)
+		}
 		for _, s := range bs {
 			if f, _, _ := s.File(); f == nil {
 				t.Fatalf("fetch at %d: a disk hit served from memory", off)
 			}
 		}
-		if err := resp.Materialize(); err != nil {
+		b, err := bs.ReadAll()
+		if err != nil {
 			t.Fatal(err)
 		}
-		p := resp.Topics[0].Partitions[0]
-		if len(p.RecordBatches) != bs.Len() || len(p.RecordBatches) == 0 {
-			t.Fatalf("fetch at %d: %d bytes materialized of %d", off, len(p.RecordBatches), bs.Len())
+		if len(b) != bs.Len() || len(b) == 0 {
+			t.Fatalf("fetch at %d: %d bytes read of %d", off, len(b), bs.Len())
 		}
-		got = append(got, p.RecordBatches...)
-		off = nextOffsetOf(t, p.RecordBatches)
+		got = append(got, b...)
+		off = nextOffsetOf(t, b)
 	}
 	if !bytes.Equal(got, want) {
 		t.Fatalf("served %d bytes from the disk tier's files, a plain read %d; equal: false", len(got), len(want))
@@ -534,8 +526,8 @@ func TestServeSendsDiskHitsFromTheirFiles(t *testing.T) {
 	if n := r.Stats().DiskRangesHeld; n == 0 {
 		t.Fatal("responses not yet released hold no disk cache range")
 	}
-	for _, resp := range held {
-		resp.Release()
+	for _, spans := range held {
+		spans.Release()
 	}
 	if n := r.Stats().DiskRangesHeld; n != 0 {
 		t.Fatalf("%d disk cache ranges still held after every response was released", n)

@@ -82,6 +82,8 @@ var rules = map[string]rule{
 		may:     []string{"changelog", "lake", "lake/files"},
 		mustNot: []string{"protocol/...", "fetch", "topics", "offsets"},
 	},
+	// "It may import offsets/ and state/ only, and only tests import it."
+	"offsets/offsetstest": {may: []string{"offsets", "state"}},
 	// "It may import offsets/ and protocol/groups for those types alone;
 	// it must not import protocol/, fetch/, topics/, changelog/, lake/ or
 	// lsm/."
@@ -122,6 +124,8 @@ var everywhere = []struct {
 	{"cmd/...", nil},
 	// Tests and benchmarks are not libraries either.
 	{"e2e/...", []string{"e2e/..."}},
+	// offsets/offsetstest/doc.go: "only tests import it".
+	{"offsets/offsetstest", nil},
 	// protocol/doc.go: "nothing below it imports protocol/" (groups is
 	// part of protocol/, below it only in name), but for state/, which
 	// implements groups.OffsetStore (state/doc.go).

@@ -1,32 +1,15 @@
-package fetch
+package protocol
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/lakegw/lakegw/offsets"
-	"github.com/lakegw/lakegw/state"
+	"github.com/lakegw/lakegw/offsets/offsetstest"
 	"github.com/lakegw/lakegw/topics"
 )
-
-// openIndex opens the empty one-partition index of topic ns.t on a fresh
-// state store, closed when the test ends.
-func openIndex(t *testing.T) *offsets.Topic {
-	t.Helper()
-	store, err := state.Open(context.Background(), filepath.Join(t.TempDir(), "state.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	idx, err := offsets.Open(context.Background(), store, "ns.t", "u", 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return idx
-}
 
 // A consumer in the middle of a compacted prefix must restart from the
 // prefix's base only if it read those offsets before the prefix rewrote
@@ -34,7 +17,7 @@ func openIndex(t *testing.T) *offsets.Topic {
 // touching the prefix.
 func TestCompactedPrefixDivergesOnlyForConsumersOfOlderEpochs(t *testing.T) {
 	ctx := context.Background()
-	idx := openIndex(t)
+	idx := offsetstest.Open(t, "ns.t", 1)
 	add := func(id, n int64) {
 		t.Helper()
 		if err := idx.Append(ctx, []offsets.Snapshot{{SnapshotID: id, Counts: []int64{n}}}); err != nil {
@@ -54,7 +37,7 @@ func TestCompactedPrefixDivergesOnlyForConsumersOfOlderEpochs(t *testing.T) {
 		t.Fatal(err)
 	}
 	tp := &topics.Topic{Name: "ns.t", Index: idx}
-	r := &Reader{}
+	s := &Server{}
 	for _, tc := range []struct {
 		name              string
 		lastEpoch         int32
@@ -72,7 +55,7 @@ func TestCompactedPrefixDivergesOnlyForConsumersOfOlderEpochs(t *testing.T) {
 			rp.FetchOffset, rp.LastFetchedEpoch, rp.CurrentLeaderEpoch = tc.offset, tc.lastEpoch, -1
 			op := kmsg.NewFetchResponseTopicPartition()
 			// No byte budget: the partition is checked, nothing is read.
-			r.readPartition(ctx, tp, 12, rp, 0, false, &op, nil)
+			s.readPartition(ctx, tp, 12, rp, 0, false, &op, nil)
 			if op.ErrorCode != 0 {
 				t.Fatalf("error code %d", op.ErrorCode)
 			}
