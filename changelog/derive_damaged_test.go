@@ -10,6 +10,8 @@ import (
 
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
+
+	icefiles "github.com/lakegw/lakegw/lake/files"
 )
 
 // localPath turns a file: location of the test warehouse into a path.
@@ -57,7 +59,7 @@ func TestDeriveDamagedNamesMissingFile(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		entries, err := ms[0].FetchEntries(fs, true)
+		entries, err := icefiles.ManifestEntries(fs, ms[0], true)
 		if err != nil {
 			t.Fatal(err)
 		}

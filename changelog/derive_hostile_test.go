@@ -15,6 +15,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/lakegw/lakegw/lake"
+	icefiles "github.com/lakegw/lakegw/lake/files"
 )
 
 // damages are the ways a damage test changes the bytes at an offset: the
@@ -103,7 +104,7 @@ func firstDataFile(t testing.TB, tbl *table.Table, snapshotID int64) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	entries, err := ms[0].FetchEntries(fs, true)
+	entries, err := icefiles.ManifestEntries(fs, ms[0], true)
 	if err != nil {
 		t.Fatal(err)
 	}

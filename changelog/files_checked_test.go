@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/lakegw/lakegw/lake"
+	icefiles "github.com/lakegw/lakegw/lake/files"
 )
 
 // TestCheckedFilesKeyedByLocation: two copies of a table record the same
@@ -65,7 +66,7 @@ func TestCheckedFilesKeyedByLocation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	entries, err := ms[0].FetchEntries(cfs, true)
+	entries, err := icefiles.ManifestEntries(cfs, ms[0], true)
 	if err != nil {
 		t.Fatal(err)
 	}

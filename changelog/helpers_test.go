@@ -99,17 +99,6 @@ func appendJSON(t testing.TB, tbl *table.Table, rows string, rowsPerFile int64) 
 // rowMultiset holds rows keyed by their JSON, with counts.
 type rowMultiset map[string]int
 
-func (m rowMultiset) sorted() []string {
-	var out []string
-	for k, n := range m {
-		for range n {
-			out = append(out, k)
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
 // scanRows is the oracle: an iceberg-go scan of the snapshot, rows as JSON.
 func scanRows(t *testing.T, tbl *table.Table, snapshotID int64) rowMultiset {
 	t.Helper()

@@ -8,6 +8,8 @@ import (
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
+
+	icefiles "github.com/lakegw/lakegw/lake/files"
 )
 
 // snapshotDelta is what one snapshot changed in the table's file set: the
@@ -54,11 +56,7 @@ func hasManifestList(snap *table.Snapshot) error {
 // readManifest returns the entries of one manifest (deleted entries kept),
 // naming the manifest in the error.
 func readManifest(fs icebergio.IO, m iceberg.ManifestFile) ([]iceberg.ManifestEntry, error) {
-	entries, err := m.FetchEntries(fs, false)
-	if err != nil {
-		return nil, fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
-	}
-	return entries, nil
+	return icefiles.ManifestEntries(fs, m, false)
 }
 
 // readDelta collects the entries that snapshot snap added or removed, each

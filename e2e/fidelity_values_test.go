@@ -179,8 +179,6 @@ func canonDecimal(r *big.Rat, scale int) string {
 	return r.RatString() // more fraction digits than the type has: never equal
 }
 
-const microsPerDay = 86_400_000_000
-
 func canonDate(days int64) string {
 	return time.Unix(days*86400, 0).UTC().Format("2006-01-02")
 }

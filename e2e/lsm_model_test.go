@@ -24,6 +24,7 @@ import (
 
 	"github.com/lakegw/lakegw/internal/lsmmodel"
 	"github.com/lakegw/lakegw/lake"
+	icefiles "github.com/lakegw/lakegw/lake/files"
 	"github.com/lakegw/lakegw/lsm"
 )
 
@@ -258,7 +259,7 @@ func lsmDeleteFiles(t *testing.T, cat catalog.Catalog, ident table.Identifier) (
 	}
 	dvOf := map[string]bool{}
 	for _, m := range mans {
-		entries, err := m.FetchEntries(fs, true)
+		entries, err := icefiles.ManifestEntries(fs, m, true)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -242,9 +242,9 @@ func shadowedPositionDeletes(fs icebergio.IO, st *state, outs []*compactOut) ([]
 		if m.ManifestContent() != iceberg.ManifestContentDeletes {
 			continue
 		}
-		entries, err := m.FetchEntries(fs, true)
+		entries, err := icefiles.ManifestEntries(fs, m, true)
 		if err != nil {
-			return nil, fmt.Errorf("manifest %s: %w", m.FilePath(), err)
+			return nil, err
 		}
 		for _, e := range entries {
 			df := e.DataFile()

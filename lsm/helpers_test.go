@@ -16,6 +16,7 @@ import (
 	"github.com/lakegw/lakegw/changelog"
 	"github.com/lakegw/lakegw/internal/lsmmodel"
 	"github.com/lakegw/lakegw/lake"
+	icefiles "github.com/lakegw/lakegw/lake/files"
 )
 
 // testSchema: id long (key), name string, qty long, price double.
@@ -216,7 +217,7 @@ func checkDeleteLayoutAt(t testing.TB, tbl *table.Table, snap *table.Snapshot, v
 	live := map[string]bool{}
 	var dvs []iceberg.DataFile
 	for _, m := range mans {
-		entries, err := m.FetchEntries(fs, true)
+		entries, err := icefiles.ManifestEntries(fs, m, true)
 		if err != nil {
 			t.Fatal(err)
 		}

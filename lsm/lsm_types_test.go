@@ -3,6 +3,7 @@ package lsm
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"testing"
 
@@ -78,7 +79,7 @@ func TestLsmAllTypesCompositeKey(t *testing.T) {
 		t.Fatalf("events of the second commit: %q", ev)
 	}
 	// Key encoding order.
-	vals := [][]any{{int64(-5), int64(-1), int64(0), int64(3)}, {int32(-2), int32(0), int32(7)}, {-1.5, -0.0, 2.25}, {"", "a", "a\x00", "ab", "b"}}
+	vals := [][]any{{int64(-5), int64(-1), int64(0), int64(3)}, {int32(-2), int32(0), int32(7)}, {-1.5, math.Copysign(0, -1), 2.25}, {"", "a", "a\x00", "ab", "b"}}
 	for _, vs := range vals {
 		for i := 1; i < len(vs); i++ {
 			a, b := string(appendKeyPart(nil, vs[i-1])), string(appendKeyPart(nil, vs[i]))

@@ -25,7 +25,6 @@ type bucketOut struct {
 	written    []string // every file written, for cleanup
 	bytes      int64
 	records    int64
-	dataSeqMax int64
 }
 
 // event is one change of a key: before and/or after image.

@@ -30,21 +30,6 @@ type runFile struct {
 	lower, upper []any
 }
 
-// liveRows is the file's row count minus an upper bound of its deleted
-// rows (exact: every position is deleted at most once by lakegw).
-func (f *runFile) liveRows() int64 {
-	n := f.df.Count()
-	if f.dv != nil {
-		// A DV's record count is its cardinality, and it holds every
-		// deleted position of the file.
-		return max(n-f.dv.Count(), 0)
-	}
-	for _, d := range f.deletes {
-		n -= d.Count()
-	}
-	return max(n, 0)
-}
-
 // hasDeletes reports whether any row of the file is deleted.
 func (f *runFile) hasDeletes() bool { return f.dv != nil || len(f.deletes) > 0 }
 

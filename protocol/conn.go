@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"sync"
@@ -314,9 +313,4 @@ func frameResponse(req *request, resp kmsg.Response, buf []byte) []byte {
 	buf = resp.AppendTo(buf)
 	binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
 	return buf
-}
-
-// errorf wraps a handler error with its API name.
-func errorf(api string, format string, args ...any) error {
-	return fmt.Errorf(api+": "+format, args...)
 }

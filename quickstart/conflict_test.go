@@ -12,6 +12,8 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
+
+	icefiles "github.com/lakegw/lakegw/lake/files"
 )
 
 func TestConcurrentCommitIsRetriedNotLost(t *testing.T) {
@@ -101,7 +103,7 @@ func requireNoOrphanFiles(t *testing.T, tbl *table.Table) {
 			t.Fatal(err)
 		}
 		for _, m := range manifests {
-			entries, err := m.FetchEntries(fsys, false)
+			entries, err := icefiles.ManifestEntries(fsys, m, false)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -27,7 +27,7 @@ func snapshotFilesAdded(t *testing.T, tbl *table.Table, snap table.Snapshot) (da
 		if m.SnapshotID() != snap.SnapshotID {
 			continue
 		}
-		entries, err := m.FetchEntries(fs, false)
+		entries, err := icefiles.ManifestEntries(fs, m, false)
 		if err != nil {
 			t.Fatalf("entries of %s: %v", m.FilePath(), err)
 		}

@@ -308,7 +308,7 @@ func (w *watcher) realign(ctx context.Context, tbl *table.Table) error {
 			return err
 		}
 		indexed = t.Index.Snapshots()
-		expired, start = alignHistory(indexed, hist)
+		_, start = alignHistory(indexed, hist)
 	}
 	if start < 0 && len(hist) > 0 && hasExpiredParent(tbl, hist[0].SnapshotID) && !indexedAny(indexed, hist) {
 		// Every indexed snapshot expired while we were away: that is not a

@@ -77,7 +77,9 @@ func encodePositionDeletes(dataPath string, positions []int64) ([]byte, error) {
 
 	var buf bytes.Buffer
 	// zstd, as iceberg-go writes data files; see DESIGN.md for why not LZ4.
-	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Zstd))
+	// PLAIN values, as lakegw's other files (lsm's writer): a reader that
+	// handles the simplest encoding reads them all.
+	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Zstd), parquet.WithDictionaryDefault(false))
 	w, err := pqarrow.NewFileWriter(table.PositionalDeleteArrowSchema, &buf, props, pqarrow.DefaultWriterProps())
 	if err != nil {
 		return nil, err
