@@ -14,18 +14,22 @@ import (
 // batches of the old one, whatever its epoch. The batch size is the
 // reader's, the same for every key.
 type batchKey struct {
-	topic       string
-	encoding    string
-	partition   int32
-	epoch       int32
-	baseOffset  int64
-	compression string
+	topic      string
+	encoding   string
+	partition  int32
+	epoch      int32
+	baseOffset int64
+	// batchRecords: a batch at the same base holds more or fewer records
+	// once the topic's lakegw.batch-records changes.
+	batchRecords int
+	compression  string
 }
 
 // batchKeyOf names the batch at base of partition p of t, encoded under
 // epoch with compression.
 func batchKeyOf(t *topics.Topic, p, epoch int32, base int64, compression string) batchKey {
-	return batchKey{topic: t.Name, encoding: t.Encoding, partition: p, epoch: epoch, baseOffset: base, compression: compression}
+	return batchKey{topic: t.Name, encoding: t.Encoding, partition: p, epoch: epoch, baseOffset: base,
+		batchRecords: t.Config.BatchRecords, compression: compression}
 }
 
 // batchCache is an LRU of encoded batches bounded by total bytes, shared by

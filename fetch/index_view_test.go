@@ -28,7 +28,7 @@ func TestOneIndexViewPerFetch(t *testing.T) {
 	ctx := context.Background()
 	idx := offsetstest.Open(t, "ns.t", 1)
 	const batchRecords = 2
-	r, err := NewReader(Config{BatchRecords: batchRecords, CacheBytes: 1 << 20, ReadAheadBatches: -1}, zerolog.Nop())
+	r, err := NewReader(Config{CacheBytes: 1 << 20, ReadAheadBatches: -1}, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func TestOneIndexViewPerFetch(t *testing.T) {
 			if c, ok := own[base]; ok {
 				v = fmt.Appendf(nil, "e%d@%d+%d;", epoch, base, c)
 			}
-			r.cache.add(batchKey{topic: "ns.t", partition: 0, epoch: epoch, baseOffset: base, compression: "none"}, v, true)
+			r.cache.add(batchKey{topic: "ns.t", partition: 0, epoch: epoch, baseOffset: base, batchRecords: batchRecords, compression: "none"}, v, true)
 		}
 	}
 	if err := idx.Append(ctx, []offsets.Snapshot{{SnapshotID: 1, Counts: []int64{kept}}}); err != nil {
@@ -63,7 +63,7 @@ func TestOneIndexViewPerFetch(t *testing.T) {
 	if err := idx.Append(ctx, []offsets.Snapshot{{SnapshotID: 2, Counts: []int64{sizeUnder(0)}}}); err != nil {
 		t.Fatal(err)
 	}
-	tp := &topics.Topic{Name: "ns.t", Index: idx, Config: topics.TopicConfig{Compression: "none"}}
+	tp := &topics.Topic{Name: "ns.t", Index: idx, Config: topics.TopicConfig{Compression: "none", BatchRecords: batchRecords}}
 
 	stop := make(chan struct{})
 	var wg sync.WaitGroup

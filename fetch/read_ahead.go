@@ -97,7 +97,7 @@ func (a *readAhead) advance(t *topics.Topic, p, epoch int32, compression string,
 		}
 	}
 	st.next = max(st.next, offset)
-	st.target = max(st.target, offset+window*int64(a.r.cfg.BatchRecords))
+	st.target = max(st.target, offset+window*int64(t.Config.BatchRecords))
 	for st.workers < cap(a.slots) {
 		select {
 		case a.slots <- struct{}{}:
@@ -133,7 +133,7 @@ func (a *readAhead) work(t *topics.Topic, k aheadKey, st *aheadState) {
 			a.mu.Unlock()
 			return
 		}
-		first, last := a.r.batchBounds(seg, st.next)
+		first, last := batchBounds(t, seg, st.next)
 		st.next = seg.BaseOffset + last
 		a.mu.Unlock()
 

@@ -25,10 +25,6 @@ var ErrOffsetOutOfRange = errors.New("offset out of range")
 
 // Config configures the reader.
 type Config struct {
-	// BatchRecords is the number of records per batch. Batch boundaries
-	// depend only on it and the index, so every gateway with the same value
-	// serves the same bytes at the same offsets.
-	BatchRecords int
 	// CacheBytes bounds the cache of encoded batches.
 	CacheBytes int64
 	// ReadBudget is how long one read keeps adding batches once it has
@@ -67,9 +63,6 @@ type Reader struct {
 
 // NewReader returns a reader; Close releases its disk cache.
 func NewReader(cfg Config, log zerolog.Logger) (*Reader, error) {
-	if cfg.BatchRecords <= 0 {
-		cfg.BatchRecords = 1000
-	}
 	if cfg.ReadBudget <= 0 {
 		cfg.ReadBudget = 500 * time.Millisecond
 	}
@@ -148,7 +141,7 @@ func (r *Reader) read(ctx context.Context, t *topics.Topic, v *offsets.View, p i
 		if !ok {
 			return nil // at the high watermark
 		}
-		first, last := r.batchBounds(seg, offset)
+		first, last := batchBounds(t, seg, offset)
 		key := batchKeyOf(t, p, seg.Epoch, seg.BaseOffset+first, compression)
 		room := maxBytes - (s.n - start)
 		if s.n == start {
@@ -209,11 +202,14 @@ func (r *Reader) read(ctx context.Context, t *topics.Topic, v *offsets.View, p i
 
 // batchBounds returns the records [first, last) of seg, as ordinals in
 // it, of the batch that holds offset. Batches start every BatchRecords
-// records of a segment, so their bounds depend only on the index.
-func (r *Reader) batchBounds(seg offsets.Segment, offset int64) (first, last int64) {
+// records of a segment (the topic's, lakegw.batch-records), so their
+// bounds depend only on the table and the index: every gateway of the
+// table serves the same batches.
+func batchBounds(t *topics.Topic, seg offsets.Segment, offset int64) (first, last int64) {
+	n := int64(t.Config.BatchRecords)
 	ordinal := offset - seg.BaseOffset
-	first = ordinal - ordinal%int64(r.cfg.BatchRecords)
-	return first, min(first+int64(r.cfg.BatchRecords), seg.Count)
+	first = ordinal - ordinal%n
+	return first, min(first+n, seg.Count)
 }
 
 // claim marks key as being encoded by the caller and returns nil, or, when

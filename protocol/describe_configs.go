@@ -84,6 +84,7 @@ func topicConfigs(ctx context.Context, t *topics.Topic, pins PinReporter) [][2]s
 		{"message.timestamp.type", "CreateTime"},
 		{topics.PropFormat, t.Config.Format},
 		{topics.PropPartitions, strconv.Itoa(int(t.Config.Partitions))},
+		{topics.PropBatchRecords, strconv.Itoa(t.Config.BatchRecords)},
 		{topics.PropMaxPinMs, strconv.FormatInt(t.Config.MaxPinMs, 10)},
 	}
 	if pins != nil {

@@ -23,6 +23,11 @@ type TopicConfig struct {
 	Compression string
 	// KeyColumns are the key of tables without identifier fields.
 	KeyColumns []string
+	// BatchRecords is the number of records per record batch. Batches
+	// start every BatchRecords records of a snapshot's segment, so every
+	// gateway of a table cuts the same batches when the table says it
+	// (lakegw.batch-records).
+	BatchRecords int
 
 	// RetentionMs is the topic's retention.ms for lakegw's own (LSM)
 	// tables: how long their changelog is kept past snapshot expiry. -1
@@ -47,6 +52,7 @@ const (
 	PropPartitions     = changelog.PropPartitions
 	PropCompression    = "lakegw.compression"
 	PropKeyColumns     = "lakegw.key-columns"
+	PropBatchRecords   = "lakegw.batch-records"
 	PropRetentionMs    = changelog.PropRetentionMs
 	PropRetentionBytes = changelog.PropRetentionBytes
 	PropMaxPinMs       = changelog.PropMaxPinMs
@@ -55,9 +61,17 @@ const (
 // DefaultTopicConfig is used where neither the table nor the operator says
 // otherwise.
 func DefaultTopicConfig() TopicConfig {
-	return TopicConfig{Format: "debezium-json", Partitions: 1, Compression: "none",
+	return TopicConfig{Format: "debezium-json", Partitions: 1, Compression: "none", BatchRecords: DefaultBatchRecords,
 		RetentionMs: changelog.DefaultRetentionMs, RetentionBytes: changelog.DefaultRetentionBytes, MaxPinMs: changelog.DefaultMaxPinMs}
 }
+
+// DefaultBatchRecords is the records per batch where neither the table nor
+// the operator says otherwise; MaxBatchRecords bounds what they may say
+// (a batch is encoded whole, in memory).
+const (
+	DefaultBatchRecords = 1000
+	MaxBatchRecords     = 100000
+)
 
 // Compressions lists the accepted compression names.
 var Compressions = []string{"none", "gzip", "snappy", "lz4", "zstd"}
@@ -79,6 +93,14 @@ func (c TopicConfig) withTableProps(props iceberg.Properties) (TopicConfig, erro
 	}
 	if v, ok := props[PropKeyColumns]; ok {
 		c.KeyColumns = strings.Split(v, ",")
+	}
+	c.BatchRecords = cmp.Or(c.BatchRecords, DefaultBatchRecords)
+	if v, ok := props[PropBatchRecords]; ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > MaxBatchRecords {
+			return c, fmt.Errorf("table property %s=%q: want an integer in [1,%d]", PropBatchRecords, v, MaxBatchRecords)
+		}
+		c.BatchRecords = n
 	}
 	// Operator defaults carry no retention (there are no flags for it): a
 	// zero means Kafka's default, and zero is no sensible value for any of
@@ -103,6 +125,9 @@ func (c TopicConfig) validate() error {
 	}
 	if c.Partitions < 1 {
 		return fmt.Errorf("partitions %d: want >= 1", c.Partitions)
+	}
+	if c.BatchRecords < 1 || c.BatchRecords > MaxBatchRecords {
+		return fmt.Errorf("records per batch %d: want an integer in [1,%d]", c.BatchRecords, MaxBatchRecords)
 	}
 	return nil
 }

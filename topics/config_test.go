@@ -56,3 +56,27 @@ func TestLogRetention(t *testing.T) {
 		}
 	}
 }
+
+// Records per batch come from the table (lakegw.batch-records) over the
+// operator's default, so every gateway of a table cuts the same batches;
+// a value outside [1, MaxBatchRecords] is refused, and no value at all is
+// DefaultBatchRecords.
+func TestTopicConfigBatchRecords(t *testing.T) {
+	c, err := TopicConfig{Format: "json", Partitions: 1, Compression: "none"}.withTableProps(iceberg.Properties{})
+	if err != nil || c.BatchRecords != DefaultBatchRecords {
+		t.Fatalf("no value: %d, %v; want %d", c.BatchRecords, err, DefaultBatchRecords)
+	}
+	op := DefaultTopicConfig()
+	op.BatchRecords = 250
+	if c, err = op.withTableProps(iceberg.Properties{}); err != nil || c.BatchRecords != 250 {
+		t.Fatalf("operator default: %d, %v; want 250", c.BatchRecords, err)
+	}
+	if c, err = op.withTableProps(iceberg.Properties{PropBatchRecords: "64"}); err != nil || c.BatchRecords != 64 {
+		t.Fatalf("table property: %d, %v; want 64", c.BatchRecords, err)
+	}
+	for _, bad := range []string{"0", "-3", "1k", "100001"} {
+		if _, err := op.withTableProps(iceberg.Properties{PropBatchRecords: bad}); err == nil {
+			t.Errorf("%s=%s accepted", PropBatchRecords, bad)
+		}
+	}
+}

@@ -59,6 +59,7 @@ func New(cfg Config, cat catalog.Catalog, store *state.Store, log zerolog.Logger
 	if cfg.Defaults.Format == "" {
 		cfg.Defaults = DefaultTopicConfig()
 	}
+
 	return &Registry{
 		cfg: cfg, cat: cat, store: store, log: log,
 		topics:     map[string]*Topic{},

@@ -77,7 +77,7 @@ func cmdServe(ctx context.Context, args []string, demo bool) (err error) {
 	cacheBytes := fs.Int64("cache-bytes", 64<<20, "memory for the newest encoded record batches, shared by all consumers (older ones are read from --disk-cache-bytes through the page cache)")
 	diskCacheBytes := fs.Int64("disk-cache-bytes", 10<<30, "local disk for encoded record batches beyond --cache-bytes, served from the OS page cache (0: off)")
 	changesBytes := fs.Int64("changes-cache-bytes", 128<<20, "memory for derived snapshots being read (one larger snapshot may exceed it)")
-	batchRecords := fs.Int("batch-records", 1000, "records per record batch (keep equal on every gateway of a table)")
+	batchRecords := fs.Int("batch-records", topics.DefaultBatchRecords, "default records per record batch (the table property lakegw.batch-records overrides it, so every gateway of a table cuts the same batches)")
 	readAhead := fs.Int("read-ahead-batches", 256, "batches encoded in the background past a consumer reading a cold range (0 or less: off)")
 	format := fs.String("format", "debezium-json", "default record format: debezium-json, canal-json, upsert, json")
 	compression := fs.String("compression", "none", "default batch compression: none, gzip, snappy, lz4, zstd")
@@ -143,12 +143,12 @@ func cmdServe(ctx context.Context, args []string, demo bool) (err error) {
 
 	setMemoryLimit(*cacheBytes+*changesBytes, log)
 
-	defaults := topics.TopicConfig{Format: *format, Compression: *compression, Partitions: int32(*partitions)}
+	defaults := topics.TopicConfig{Format: *format, Compression: *compression, Partitions: int32(*partitions), BatchRecords: *batchRecords}
 	reg := topics.New(topics.Config{
 		PollInterval: *pollInterval, ListInterval: *listInterval, Defaults: defaults, CatalogProps: props,
 		ChangesCacheBytes: *changesBytes,
 	}, cat, store, log.With().Str("component", "topics").Logger())
-	reader, err := fetch.NewReader(fetch.Config{BatchRecords: *batchRecords, CacheBytes: *cacheBytes,
+	reader, err := fetch.NewReader(fetch.Config{CacheBytes: *cacheBytes,
 		DiskCacheDir: filepath.Join(*common.dataDir, "batch-cache"), DiskCacheBytes: *diskCacheBytes,
 		ReadAheadBatches: readAheadBatches(*readAhead)},
 		log.With().Str("component", "fetch").Logger())

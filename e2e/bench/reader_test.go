@@ -100,7 +100,7 @@ func getTable(tb testing.TB, records int64, snapRecords int, props iceberg.Prope
 	// and learn the topic's size.
 	g := openGateway(tb, t)
 	g.waitIndexed(tb, t.changes)
-	_, t.bytes = g.readAll(tb, mustReader(tb, fetch.Config{BatchRecords: 1000}))
+	_, t.bytes = g.readAll(tb, mustReader(tb, fetch.Config{}))
 	g.close()
 	tables[name] = t
 	return t
@@ -115,6 +115,12 @@ type inproc struct {
 }
 
 func openGateway(tb testing.TB, t *benchTable) *inproc {
+	return openGatewayBatches(tb, t, topics.DefaultBatchRecords)
+}
+
+// openGatewayBatches is openGateway with batchRecords records per batch
+// (serve's --batch-records).
+func openGatewayBatches(tb testing.TB, t *benchTable, batchRecords int) *inproc {
 	tb.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	store, err := state.Open(ctx, filepath.Join(t.dir, "state.db"))
@@ -125,7 +131,9 @@ func openGateway(tb testing.TB, t *benchTable) *inproc {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	reg := topics.New(topics.Config{}, cat, store, zerolog.Nop())
+	defaults := topics.DefaultTopicConfig()
+	defaults.BatchRecords = batchRecords
+	reg := topics.New(topics.Config{Defaults: defaults}, cat, store, zerolog.Nop())
 	g := &inproc{reg: reg, store: store, cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(g.done)
@@ -252,7 +260,7 @@ func benchReadCold(b *testing.B, props iceberg.Properties, readAhead bool) {
 	for b.Loop() {
 		b.StopTimer()
 		g := openGateway(b, t)
-		cfg := fetch.Config{BatchRecords: 1000, CacheBytes: 64 << 20, DiskCacheDir: b.TempDir(), DiskCacheBytes: 10 << 30}
+		cfg := fetch.Config{CacheBytes: 64 << 20, DiskCacheDir: b.TempDir(), DiskCacheBytes: 10 << 30}
 		if !readAhead {
 			cfg.ReadAheadBatches = -1
 		}
@@ -295,7 +303,7 @@ func BenchmarkReadWarm(b *testing.B) {
 	t := getTable(b, n, int(min(n/10, 250_000)), nil)
 	g := openGateway(b, t)
 	defer g.close()
-	r := mustReader(b, fetch.Config{BatchRecords: 1000, CacheBytes: 1 << 30})
+	r := mustReader(b, fetch.Config{CacheBytes: 1 << 30})
 	g.readAll(b, r)
 	// The live heap of a warm gateway: the batch cache plus the topic's
 	// cache of derived snapshots.
@@ -326,7 +334,7 @@ func BenchmarkReadWarm(b *testing.B) {
 func BenchmarkServeWarm(b *testing.B) {
 	for _, tier := range []string{"memory", "disk"} {
 		b.Run("tier="+tier, func(b *testing.B) {
-			cfg := fetch.Config{BatchRecords: 1000, CacheBytes: 1 << 30}
+			cfg := fetch.Config{CacheBytes: 1 << 30}
 			if tier == "disk" {
 				cfg.CacheBytes, cfg.DiskCacheDir, cfg.DiskCacheBytes = 16<<20, b.TempDir(), 10<<30
 			}
@@ -408,7 +416,7 @@ func TestReaderSmoke(t *testing.T) {
 	bt := getTable(t, 3000, 500, nil)
 	g := openGateway(t, bt)
 	defer g.close()
-	r := mustReader(t, fetch.Config{BatchRecords: 1000, CacheBytes: 64 << 20})
+	r := mustReader(t, fetch.Config{CacheBytes: 64 << 20})
 	n1, s1 := g.readAll(t, r)
 	n2, s2 := g.readAll(t, r)
 	if n1 != bt.changes || n2 != n1 || s1 != s2 || s1 != bt.bytes {
@@ -431,11 +439,11 @@ func TestReaderSmoke(t *testing.T) {
 // encoded twice, and the bytes are those of a read without read-ahead.
 func TestReadAheadEncodesEachBatchOnce(t *testing.T) {
 	bt := getTable(t, 3000, 500, nil)
-	g := openGateway(t, bt)
+	g := openGatewayBatches(t, bt, 250)
 	defer g.close()
 	topic := g.topic(t)
 	batches := int64(3000 / 250) // six 500-record snapshots, 250-record batches
-	r := mustReader(t, fetch.Config{BatchRecords: 250, ReadAheadBatches: 4, CacheBytes: 64 << 20})
+	r := mustReader(t, fetch.Config{ReadAheadBatches: 4, CacheBytes: 64 << 20})
 	first, err := r.Read(context.Background(), topic, 0, 0, 1, "none", nil)
 	if err != nil || len(first) == 0 {
 		t.Fatalf("first read: %d bytes, %v", len(first), err)
@@ -453,7 +461,7 @@ func TestReadAheadEncodesEachBatchOnce(t *testing.T) {
 	}
 	n, size := g.readAll(t, r)
 	st := r.Stats()
-	wantN, wantSize := g.readAll(t, mustReader(t, fetch.Config{BatchRecords: 250, ReadAheadBatches: -1}))
+	wantN, wantSize := g.readAll(t, mustReader(t, fetch.Config{ReadAheadBatches: -1}))
 	if n != wantN || size != wantSize || n != bt.changes {
 		t.Fatalf("read %d records / %d bytes with read-ahead, %d / %d without; the topic has %d records", n, size, wantN, wantSize, bt.changes)
 	}
@@ -479,9 +487,9 @@ func mustReader(tb testing.TB, cfg fetch.Config) *fetch.Reader {
 // they are released.
 func TestServeSendsDiskHitsFromTheirFiles(t *testing.T) {
 	bt := getTable(t, 3000, 500, nil)
-	g := openGateway(t, bt)
+	g := openGatewayBatches(t, bt, 250)
 	defer g.close()
-	cfg := fetch.Config{BatchRecords: 250, ReadAheadBatches: -1, DiskCacheDir: t.TempDir(), DiskCacheBytes: 1 << 30}
+	cfg := fetch.Config{ReadAheadBatches: -1, DiskCacheDir: t.TempDir(), DiskCacheBytes: 1 << 30}
 	r := mustReader(t, cfg)
 	defer r.Close()
 	want := make([]byte, 0, 2<<20)
