@@ -330,7 +330,7 @@ func run(ctx context.Context, c config) (err error) {
 		}
 
 		if r.lsmOn() {
-			if err := lsmPasses(ctx, r, rep, gw, total); err != nil {
+			if err := lsmPasses(ctx, r, rep, &g, gw, total); err != nil {
 				return err
 			}
 		}
