@@ -157,8 +157,8 @@ func (c *compaction) attempt(ctx context.Context) (done bool, err error) {
 	rep.DataFilesRewritten, rep.DataFilesAdded = len(gr.OldDataFiles), len(gr.NewDataFiles)
 	rep.DeleteFilesRemoved = len(gr.SafePosDeletes) + len(gr.SafeDeletionVectors)
 
-	if testBeforeCompactionCommit != nil {
-		testBeforeCompactionCommit(ctx)
+	if c.opts.BeforeCompactionCommit != nil {
+		c.opts.BeforeCompactionCommit(ctx)
 	}
 	tx := tbl.NewTransaction()
 	// The rewrite ends the lease in the same commit.
@@ -180,10 +180,6 @@ func (c *compaction) attempt(ctx context.Context) (done bool, err error) {
 		Int("delete_files", rep.DeleteFilesRemoved).Msg("compacted small files")
 	return true, nil
 }
-
-// testBeforeCompactionCommit, set by tests only, runs between the rewrite
-// and its commit: there another writer's commit races the compaction.
-var testBeforeCompactionCommit func(context.Context)
 
 // uncommitted lists the files of a rewrite that is not (yet) committed.
 func (c *compaction) uncommitted() []string {

@@ -107,13 +107,13 @@ func TestCompactionRacesWriters(t *testing.T) {
 				appendIDs(t, cat, ident, id, id+10)
 			}
 			raced := false
-			defer maintain.SetBeforeCompactionCommit(func(context.Context) {
+			race := func(context.Context) {
 				if !raced {
 					raced = true
 					tc.race(t, cat, ident)
 				}
-			})()
-			rep, err := maintain.Run(ctx, cat, ident, maintain.Options{Log: log, CompactDataFiles: 4})
+			}
+			rep, err := maintain.Run(ctx, cat, ident, maintain.Options{Log: log, CompactDataFiles: 4, BeforeCompactionCommit: race})
 			if err != nil {
 				t.Fatal(err)
 			}

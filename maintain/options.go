@@ -96,6 +96,10 @@ type Options struct {
 	CompactDataFiles   int
 	CompactDeleteFiles int
 	CommitAttempts     int
+	// BeforeCompactionCommit, when set, runs between a compaction's
+	// rewrite and its commit: tests race another writer against that
+	// commit with it.
+	BeforeCompactionCommit func(context.Context)
 }
 
 func (o Options) withDefaults(ident table.Identifier) Options {
