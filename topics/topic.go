@@ -146,6 +146,11 @@ func (t *Topic) Changes(ctx context.Context, seg offsets.Segment) (*changelog.Ch
 		return c, nil
 	}
 	if err := t.failures.check(key, time.Now()); err != nil {
+		if !t.holds(seg) {
+			// Realigned since it failed (its files went with an
+			// expiry): the reader locates the offset again.
+			return nil, fmt.Errorf("%w: %w", ErrSegmentGone, err)
+		}
 		return nil, err
 	}
 	// The derivation belongs to the topic, not to the first fetch that
