@@ -55,6 +55,13 @@ func TestSegmentDroppedByExpiryReadsOrIsGone(t *testing.T) {
 	if _, err := tp.Changes(ctx, seg); !errors.Is(err, ErrSegmentGone) {
 		t.Fatalf("a segment no state holds: %v, want ErrSegmentGone", err)
 	}
+	// Also when its derivation failed (its files went first) and the
+	// failure is still remembered: the reader locates its offset again
+	// rather than report the old failure for the backoff.
+	tp.failures.failed(tp.changesKey(seg.SnapshotID, seg.Kind), os.ErrNotExist, time.Now())
+	if _, err := tp.Changes(ctx, seg); !errors.Is(err, ErrSegmentGone) {
+		t.Fatalf("a remembered failure of a segment no state holds: %v, want ErrSegmentGone", err)
+	}
 }
 
 // The state store is lost after snapshots expired: the rebuilt index
