@@ -13,6 +13,7 @@ import (
 type groupLimitFlags struct {
 	maxSize          *int
 	maxCount         *int
+	maxOffsets       *int
 	maxPending       *int
 	maxMetadataBytes *int
 }
@@ -23,6 +24,8 @@ func addGroupLimitFlags(fs *flag.FlagSet) *groupLimitFlags {
 			"most members of one consumer group, pending member ids included (Kafka's group.max.size); more get GROUP_MAX_SIZE_REACHED (0 or less: unlimited)"),
 		maxCount: fs.Int("group-max-count", groups.DefaultMaxGroups,
 			"most consumer groups with members, and separately with committed offsets; a new group past it gets COORDINATOR_NOT_AVAILABLE until one empties or its offsets expire (0 or less: unlimited)"),
+		maxOffsets: fs.Int("group-max-offsets", groups.DefaultMaxOffsetsPerGroup,
+			"most partitions one consumer group may hold committed offsets for; a commit adding more gets INVALID_COMMIT_OFFSET_SIZE (0 or less: unlimited)"),
 		maxPending: fs.Int("group-max-pending-per-client", groups.DefaultMaxPendingPerClient,
 			"most member ids one client host may hold from JoinGroup's MEMBER_ID_REQUIRED without joining with them (they lapse within 10s); more get COORDINATOR_NOT_AVAILABLE (0 or less: unlimited)"),
 		maxMetadataBytes: fs.Int("offset-metadata-max-bytes", groups.DefaultMaxMetadataBytes,
@@ -34,6 +37,7 @@ func addGroupLimitFlags(fs *flag.FlagSet) *groupLimitFlags {
 func (f *groupLimitFlags) apply(opts *groups.Options) {
 	opts.MaxGroupSize = unlimitedUnlessPositive(*f.maxSize)
 	opts.MaxGroups = unlimitedUnlessPositive(*f.maxCount)
+	opts.MaxOffsetsPerGroup = unlimitedUnlessPositive(*f.maxOffsets)
 	opts.MaxPendingPerClient = unlimitedUnlessPositive(*f.maxPending)
 	opts.MaxMetadataBytes = *f.maxMetadataBytes
 }

@@ -26,6 +26,7 @@ const (
 	// and state store a client can claim (limits.go, pending.go).
 	DefaultMaxGroupSize         = 1000
 	DefaultMaxGroups            = 10000
+	DefaultMaxOffsetsPerGroup   = 10000
 	DefaultMaxPendingPerClient  = 100
 	defaultPendingMemberTimeout = 10 * time.Second
 
@@ -65,6 +66,12 @@ type Options struct {
 	// and offsets expire). Groups already known are unaffected. Zero means
 	// 10,000; negative unlimited.
 	MaxGroups int
+
+	// MaxOffsetsPerGroup caps the partitions one group has committed
+	// offsets for: a commit that would add more is refused whole with
+	// INVALID_COMMIT_OFFSET_SIZE (not retriable: the group must commit
+	// fewer partitions). Zero means 10,000; negative unlimited.
+	MaxOffsetsPerGroup int
 
 	// MaxPendingPerClient caps the member ids handed out with
 	// MEMBER_ID_REQUIRED and not joined with yet, per client host; past it
@@ -106,6 +113,7 @@ func (o Options) withDefaults() Options {
 	}
 	o.MaxGroupSize = limitOrDefault(o.MaxGroupSize, DefaultMaxGroupSize)
 	o.MaxGroups = limitOrDefault(o.MaxGroups, DefaultMaxGroups)
+	o.MaxOffsetsPerGroup = limitOrDefault(o.MaxOffsetsPerGroup, DefaultMaxOffsetsPerGroup)
 	o.MaxPendingPerClient = limitOrDefault(o.MaxPendingPerClient, DefaultMaxPendingPerClient)
 	if o.PendingMemberTimeout <= 0 {
 		o.PendingMemberTimeout = defaultPendingMemberTimeout
@@ -175,7 +183,7 @@ func New(store OffsetStore, log zerolog.Logger, opts Options) *Coordinator {
 		log:     log.With().Str("component", "groups").Logger(),
 		opts:    opts,
 		groups:  make(map[string]*group),
-		offsets: newOffsetTable(opts.MaxGroups),
+		offsets: newOffsetTable(opts.MaxGroups, opts.MaxOffsetsPerGroup),
 
 		pendingByHost: make(map[string]int),
 		wake:          make(chan struct{}, 1),

@@ -65,6 +65,32 @@ func TestMaxGroups(t *testing.T) {
 	wantCode(t, "join a known group", c.JoinGroup(ctx, joinReq("x")).ErrorCode, kerr.MemberIDRequired.Code)
 }
 
+// MaxOffsetsPerGroup bounds the partitions one group holds offsets for: a
+// commit that would add more is refused whole (INVALID_COMMIT_OFFSET_SIZE,
+// which a client does not retry) and stores nothing; commits to partitions
+// the group has already are not affected, nor are other groups.
+func TestMaxOffsetsPerGroup(t *testing.T) {
+	o := testOpts()
+	o.MaxOffsetsPerGroup = 3
+	c := newOpened(t, nil, o)
+	ctx := context.Background()
+	commit := func(group string, parts map[int32]int64) *kmsg.OffsetCommitResponse {
+		return c.OffsetCommit(ctx, commitReq(group, "", -1, "t", parts))
+	}
+	allCodes(t, "two partitions", commit("g", map[int32]int64{0: 1, 1: 1}), 0)
+	allCodes(t, "two more", commit("g", map[int32]int64{2: 1, 3: 1}), kerr.InvalidCommitOffsetSize.Code)
+	if got := fetched(t, fetchV(c, 7, "g", map[string][]int32{"t": {2}}))[2].Offset; got != -1 {
+		t.Fatalf("a refused commit stored offset %d of partition 2", got)
+	}
+	allCodes(t, "a third", commit("g", map[int32]int64{2: 5}), 0)
+	allCodes(t, "the same three again", commit("g", map[int32]int64{0: 7, 1: 7, 2: 7}), 0)
+	allCodes(t, "a fourth", commit("g", map[int32]int64{3: 1}), kerr.InvalidCommitOffsetSize.Code)
+	allCodes(t, "another group", commit("h", map[int32]int64{0: 1, 1: 1, 2: 1}), 0)
+	if got := fetched(t, fetchV(c, 7, "g", map[string][]int32{"t": {0}}))[0].Offset; got != 7 {
+		t.Fatalf("partition 0 at %d, want 7", got)
+	}
+}
+
 // A client host holds at most MaxPendingPerClient member ids it has not
 // joined with; joining with one, or its lapsing, frees its slot.
 func TestMaxPendingPerClient(t *testing.T) {

@@ -103,12 +103,18 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 		// is the gateway's news: refusals are a client's, and may come by
 		// the thousand.
 		ev := c.log.Warn()
-		if errors.Is(err, errTooManyGroups) {
+		code := kerr.CoordinatorNotAvailable.Code
+		switch {
+		case errors.Is(err, errTooManyGroups):
 			ev = c.log.Debug()
+		case errors.Is(err, errTooManyOffsets):
+			// Kafka's answer to a commit its log cannot take: the
+			// client must commit less, retrying cannot help.
+			ev, code = c.log.Debug(), kerr.InvalidCommitOffsetSize.Code
 		}
 		ev.Err(err).Str("group", req.Group).Int("partitions", len(offs)).Msg("offset commit failed")
 		for _, s := range slots {
-			resp.Topics[s.t].Partitions[s.p].ErrorCode = kerr.CoordinatorNotAvailable.Code
+			resp.Topics[s.t].Partitions[s.p].ErrorCode = code
 		}
 		return resp
 	}

@@ -19,16 +19,23 @@ import (
 // when its connection closes.
 //
 // At most maxGroups groups have an entry (Options.MaxGroups): a commit
-// that would add one more fails with errTooManyGroups.
+// that would add one more fails with errTooManyGroups. A group holds at
+// most maxPerGroup partitions (Options.MaxOffsetsPerGroup): a commit that
+// would add more fails with errTooManyOffsets.
 type offsetTable struct {
-	mu        sync.RWMutex
-	groups    map[string]*groupOffsets
-	maxGroups int // negative: unlimited
+	mu          sync.RWMutex
+	groups      map[string]*groupOffsets
+	maxGroups   int // negative: unlimited
+	maxPerGroup int // negative: unlimited
 }
 
 // errTooManyGroups refuses a commit that would add a group past
 // Options.MaxGroups.
 var errTooManyGroups = errors.New("too many groups with committed offsets")
+
+// errTooManyOffsets refuses a commit that would give a group offsets for
+// more than Options.MaxOffsetsPerGroup partitions.
+var errTooManyOffsets = errors.New("too many partitions with committed offsets in one group")
 
 type groupOffsets struct {
 	sem   chan struct{}
@@ -39,8 +46,8 @@ type groupOffsets struct {
 	emptiedMs int64
 }
 
-func newOffsetTable(maxGroups int) *offsetTable {
-	return &offsetTable{groups: make(map[string]*groupOffsets), maxGroups: maxGroups}
+func newOffsetTable(maxGroups, maxPerGroup int) *offsetTable {
+	return &offsetTable{groups: make(map[string]*groupOffsets), maxGroups: maxGroups, maxPerGroup: maxPerGroup}
 }
 
 // load replaces the table with what the store returned.
@@ -65,6 +72,27 @@ func (t *offsetTable) entry(group string) *groupOffsets {
 	return g
 }
 
+// partitionsAfter is the number of partitions g would hold offsets for
+// once offs are committed. Called with the table's mu held.
+func (g *groupOffsets) partitionsAfter(offs []CommittedOffset) int {
+	n := 0
+	for _, ps := range g.parts {
+		n += len(ps)
+	}
+	type tp struct {
+		topic string
+		p     int32
+	}
+	added := map[tp]bool{}
+	for _, o := range offs {
+		if _, ok := g.parts[o.Topic][o.Partition]; !ok && !added[tp{o.Topic, o.Partition}] {
+			added[tp{o.Topic, o.Partition}] = true
+			n++
+		}
+	}
+	return n
+}
+
 func (g *groupOffsets) set(o CommittedOffset) {
 	ps := g.parts[o.Topic]
 	if ps == nil {
@@ -84,6 +112,13 @@ func (t *offsetTable) commit(ctx context.Context, store OffsetStore, group strin
 	}
 	defer func() { <-g.sem }()
 
+	t.mu.RLock()
+	n := g.partitionsAfter(offs)
+	t.mu.RUnlock()
+	if atLimit(n-1, t.maxPerGroup) {
+		t.dropIfEmpty(group, g)
+		return fmt.Errorf("commit offsets of group %q: %d partitions, at most %d: %w", group, n, t.maxPerGroup, errTooManyOffsets)
+	}
 	if store != nil {
 		if err := store.SaveOffsets(ctx, offs); err != nil {
 			t.dropIfEmpty(group, g)
