@@ -1,0 +1,37 @@
+package fetch
+
+import (
+	"testing"
+
+	"github.com/lakegw/lakegw/topics"
+)
+
+// A cached batch is found again only for the same bytes: the key names the
+// topic's encoding (table, schema, format, key, partitions: topics'
+// encodingOf), its records per batch and the compression, besides where
+// the batch is (issue 12: caches keyed by everything that shapes the
+// bytes).
+func TestBatchKeyNamesWhatShapesTheBytes(t *testing.T) {
+	const enc = "table=u schema=0 format=debezium-json key= partitions=1"
+	topic := func(name, encoding string, batchRecords int) *topics.Topic {
+		return &topics.Topic{Name: name, Encoding: encoding, Config: topics.TopicConfig{BatchRecords: batchRecords}}
+	}
+	tp := topic("ns.t", enc, 1000)
+	key := batchKeyOf(tp, 0, 8, 2000, "none")
+	if batchKeyOf(tp, 0, 8, 2000, "none") != key {
+		t.Fatal("the same batch has two keys")
+	}
+	other := func(what string, k batchKey) {
+		t.Helper()
+		if k == key {
+			t.Errorf("another %s, the same key %+v", what, key)
+		}
+	}
+	other("compression", batchKeyOf(tp, 0, 8, 2000, "zstd"))
+	other("epoch", batchKeyOf(tp, 0, 12, 2000, "none"))
+	other("partition", batchKeyOf(tp, 1, 8, 2000, "none"))
+	other("base offset", batchKeyOf(tp, 0, 8, 3000, "none"))
+	other("batch size", batchKeyOf(topic("ns.t", enc, 500), 0, 8, 2000, "none"))
+	other("encoding", batchKeyOf(topic("ns.t", "table=u schema=0 format=upsert key= partitions=1", 1000), 0, 8, 2000, "none"))
+	other("topic", batchKeyOf(topic("ns.u", enc, 1000), 0, 8, 2000, "none"))
+}
