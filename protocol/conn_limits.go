@@ -55,12 +55,19 @@ const (
 // defaultMaxConnections is the connection limit when none is configured:
 // the process's open-file limit less what the gateway keeps for its own
 // files (state store, caches, table files), so that clients alone cannot
-// run it out of descriptors. 0 (unlimited) when the limit is unknown.
+// run it out of descriptors, and at most maxDefaultConnections. The
+// limit the process starts with may be a million (Go raises the soft
+// limit to the hard one): at up to 64 KiB of buffers a connection that is
+// 64 GiB, so the default also bounds memory.
 func defaultMaxConnections() int {
 	var rl syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil || rl.Cur == 0 || rl.Cur > 1<<30 {
-		return 0
+		return maxDefaultConnections
 	}
 	n := int(rl.Cur)
-	return n - min(1024, n/2)
+	return min(n-min(1024, n/2), maxDefaultConnections)
 }
+
+// maxDefaultConnections bounds the default connection limit: 20,000
+// connections hold at most about 1.25 GiB of connection buffers.
+const maxDefaultConnections = 20000

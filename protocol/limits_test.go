@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"net"
+	"syscall"
 	"testing"
 	"time"
 
@@ -29,6 +30,32 @@ func TestConnLimitsAdmitWithinTotalAndPerIP(t *testing.T) {
 	}
 	if got := l.admit("a"); got != refusedMaxConnections {
 		t.Fatalf("admit past the total = %q", got)
+	}
+}
+
+// The default connection limit follows the open-file limit but never
+// passes maxDefaultConnections, whatever limit the process has: a raised
+// limit (often a million) must not lift the memory bound with it.
+func TestDefaultMaxConnectionsIsBounded(t *testing.T) {
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
+		t.Fatal(err)
+	}
+	got := defaultMaxConnections()
+	if got <= 0 || got > maxDefaultConnections {
+		t.Fatalf("default %d connections with an open-file limit of %d, want 1..%d", got, rl.Cur, maxDefaultConnections)
+	}
+	if n := int(rl.Cur); n-min(1024, n/2) < maxDefaultConnections && got != n-min(1024, n/2) {
+		t.Fatalf("default %d connections, want the open-file limit %d less its reserve", got, n)
+	}
+	// Raised as far as the hard limit allows: still at most the bound.
+	raised := rl
+	raised.Cur = rl.Max
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &raised); err == nil {
+		defer syscall.Setrlimit(syscall.RLIMIT_NOFILE, &rl)
+		if got := defaultMaxConnections(); got > maxDefaultConnections {
+			t.Fatalf("default %d connections with an open-file limit of %d", got, raised.Cur)
+		}
 	}
 }
 
