@@ -39,7 +39,7 @@ func Derive(ctx context.Context, tbl *table.Table, snap SnapshotRef, opts Option
 			c.Release()
 			return nil, err
 		}
-		c.indexPartitions()
+		c.IndexPartitions()
 		return c, nil
 	}
 	// A replace snapshot (compaction, rewritten deletes) changes files,
@@ -80,7 +80,7 @@ func newChanges(tbl *table.Table, s *table.Snapshot, snap SnapshotRef, opts Opti
 	if err != nil {
 		return nil, err
 	}
-	keys, err := keyFieldIDs(schema, opts.KeyColumns)
+	keys, err := KeyFieldIDs(schema, opts.KeyColumns)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", tableName(tbl), err)
 	}
@@ -102,11 +102,11 @@ func finish(c *Changes) error {
 		c.Release()
 		return err
 	}
-	if err := assignPartitions(c); err != nil {
+	if err := c.AssignPartitions(); err != nil {
 		c.Release()
 		return err
 	}
-	c.indexPartitions()
+	c.IndexPartitions()
 	return nil
 }
 

@@ -45,7 +45,7 @@ func buildRecords(batches []arrow.RecordBatch, deletes, inserts []RowRef, c *Cha
 		} else {
 			keys := make([]appendFn, len(batches))
 			for i, b := range batches {
-				fn, err := newKeyAppender(c.Schema, b, c.KeyFieldIDs)
+				fn, err := KeyAppender(c.Schema, b, c.KeyFieldIDs)
 				if err != nil {
 					return nil, fmt.Errorf("key of batch %d: %w", i, err)
 				}

@@ -112,7 +112,7 @@ func scanRows(t *testing.T, tbl *table.Table, snapshotID int64) rowMultiset {
 	defer tr.Release()
 	for tr.Next() {
 		rec := tr.RecordBatch()
-		enc, err := newRowAppender(rec)
+		enc, err := RowAppender(rec)
 		if err != nil {
 			t.Fatal(err)
 		}

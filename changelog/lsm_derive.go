@@ -55,32 +55,6 @@ func deriveLSM(ctx context.Context, tbl *table.Table, manifestPath string, c *Ch
 	return nil
 }
 
-// ReadLSMManifest reads and checks the changelog manifest at path.
-func ReadLSMManifest(fs icebergio.IO, path string) (LSMManifest, error) {
-	data, err := readWhole(fs, path)
-	if err != nil {
-		return LSMManifest{}, fmt.Errorf("changelog manifest: %w", err)
-	}
-	m, err := DecodeLSMManifest(data)
-	if err != nil {
-		return m, fmt.Errorf("%s: %w", path, err)
-	}
-	return m, nil
-}
-
-func readWhole(fs icebergio.IO, path string) ([]byte, error) {
-	f, err := fs.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(f)
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	return data, nil
-}
-
 // readLSMFile appends the batches and records of one bucket's changelog file.
 func readLSMFile(ctx context.Context, fs icebergio.IO, f LSMFile, c *Changes) error {
 	src, err := fs.Open(f.Path)

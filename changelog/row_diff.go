@@ -38,7 +38,7 @@ func newRowDiff() *rowDiff {
 }
 
 func (d *rowDiff) addBatch(b arrow.RecordBatch) (int32, error) {
-	fn, err := newRowAppender(b)
+	fn, err := RowAppender(b)
 	if err != nil {
 		return 0, err
 	}
