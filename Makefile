@@ -3,8 +3,8 @@ GO ?= go
 
 .PHONY: test check deps lint build quickstart fuzz bench bench-quick soak soak-quick
 
-# lakegw_checkplans compares every plan changelog derives from a parent's
-# with iceberg-go's planner, in every test (changelog/plan_check.go).
+# lakegw_checkplans compares every plan derive/ derives from a parent's
+# with iceberg-go's planner, in every test (derive/plan_check.go).
 TESTTAGS ?= lakegw_checkplans
 
 test: deps lint

@@ -84,7 +84,7 @@ type Changes struct {
 	// were never prepared: formats then build encoders per call.
 	enc *changesEncoders
 	// byPartition holds each partition's record indexes, built once by
-	// indexPartitions for topics of several partitions, so that every
+	// IndexPartitions for topics of several partitions, so that every
 	// fetch of a partition finds them instead of filtering Records again.
 	byPartition [][]int32
 }
@@ -129,9 +129,13 @@ func (c *Changes) PartitionRecords(p int32) []int32 {
 	return filterPartition(c.Records, p)
 }
 
-// indexPartitions builds byPartition once the records' partitions are set
-// (nothing for a single partition: its records are all of them, in order).
-func (c *Changes) indexPartitions() {
+// IndexPartitions builds the per-partition record lists PartitionRecords
+// returns, once every record's partition is set (by AssignPartitions, or by
+// the writer of an LSM table's changelog files, whose bucket is the
+// partition); nothing for a single partition: its records are all of them,
+// in order. Exported for derive/, which builds Changes; call it before
+// sharing c between goroutines (it mutates c).
+func (c *Changes) IndexPartitions() {
 	if c.Partitions <= 1 {
 		return
 	}

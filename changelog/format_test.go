@@ -145,7 +145,7 @@ func TestEncodingAllocationFreeAllTypes(t *testing.T) {
 		fields = append(fields, arrow.Field{Name: g.name, Type: arr.DataType(), Nullable: true})
 	}
 	rec := array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, 1)
-	fn, err := newRowAppender(rec)
+	fn, err := RowAppender(rec)
 	if err != nil {
 		t.Fatal(err)
 	}

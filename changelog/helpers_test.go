@@ -1,11 +1,15 @@
 package changelog
 
+// Test fixtures for the few tests of this package that need a table (the
+// main-branch history) or a batch of testSchema (the formats). derive/'s
+// tests have the same ones, with the helpers that derivation tests need.
+
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
+	"fmt"
+	"iter"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -46,6 +50,27 @@ func createTable(t testing.TB, cat *sqlcat.Catalog, name string, sc *iceberg.Sch
 		t.Fatal(err)
 	}
 	return tbl
+}
+
+func testSchema() *iceberg.Schema {
+	return iceberg.NewSchemaWithIdentifiers(0, []int{1},
+		iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
+		iceberg.NestedField{ID: 2, Name: "name", Type: iceberg.PrimitiveTypes.String},
+		iceberg.NestedField{ID: 3, Name: "amount", Type: iceberg.DecimalTypeOf(10, 2)},
+	)
+}
+
+func jsonRows(from, to int) string {
+	var b strings.Builder
+	b.WriteByte('[')
+	for i := from; i < to; i++ {
+		if i > from {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"id":%d,"name":"n%d","amount":"%d.%02d"}`, i, i%7, i, i%100)
+	}
+	b.WriteByte(']')
+	return b.String()
 }
 
 // recordFromJSON builds an arrow batch of the table's current schema from
@@ -96,182 +121,15 @@ func appendJSON(t testing.TB, tbl *table.Table, rows string, rowsPerFile int64) 
 	return out
 }
 
-// rowMultiset holds rows keyed by their JSON, with counts.
-type rowMultiset map[string]int
-
-// scanRows is the oracle: an iceberg-go scan of the snapshot, rows as JSON.
-func scanRows(t *testing.T, tbl *table.Table, snapshotID int64) rowMultiset {
-	t.Helper()
-	at, err := tbl.Scan(table.WithSnapshotID(snapshotID)).ToArrowTable(context.Background())
-	if err != nil {
-		t.Fatalf("oracle scan of snapshot %d: %v", snapshotID, err)
-	}
-	defer at.Release()
-	out := rowMultiset{}
-	tr := array.NewTableReader(at, 1024)
-	defer tr.Release()
-	for tr.Next() {
-		rec := tr.RecordBatch()
-		enc, err := newRowAppender(rec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var buf []byte
-		for r := range int(rec.NumRows()) {
-			buf = enc(buf[:0], r)
-			out[string(buf)]++
-		}
-	}
-	if err := tr.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-// applyChanges replays the events onto a multiset of rows, failing the test
-// on a delete of a row that is not there.
-func applyChanges(t *testing.T, state rowMultiset, c *Changes) {
-	t.Helper()
-	enc, err := c.encoders()
-	if err != nil {
-		t.Fatal(err)
-	}
-	row := func(ref RowRef) string {
-		return string(enc.batches[ref.Batch].row(nil, int(ref.Row)))
-	}
-	for i, rec := range c.Records {
-		if rec.Before.Valid() {
-			k := row(rec.Before)
-			if state[k] == 0 {
-				t.Fatalf("snapshot %d record %d (%s) removes a row that is not in the table: %s", c.SnapshotID, i, rec.Op.Header(), k)
-			}
-			state[k]--
-			if state[k] == 0 {
-				delete(state, k)
+func batchesOf(recs ...arrow.RecordBatch) iter.Seq2[arrow.RecordBatch, error] {
+	return func(yield func(arrow.RecordBatch, error) bool) {
+		for _, r := range recs {
+			r.Retain()
+			if !yield(r, nil) {
+				return
 			}
 		}
-		if rec.After.Valid() {
-			state[row(rec.After)]++
-		}
 	}
-}
-
-// compareMultisets reports the first differences between want and got.
-func compareMultisets(t *testing.T, what string, want, got rowMultiset) {
-	t.Helper()
-	var missing, extra []string
-	for k, n := range want {
-		if got[k] < n {
-			missing = append(missing, k)
-		}
-	}
-	for k, n := range got {
-		if want[k] < n {
-			extra = append(extra, k)
-		}
-	}
-	if len(missing) == 0 && len(extra) == 0 {
-		return
-	}
-	slices.Sort(missing)
-	slices.Sort(extra)
-	t.Errorf("%s: %d rows missing, %d extra rows\nmissing (first 5): %v\nextra (first 5): %v",
-		what, len(missing), len(extra), head(missing, 5), head(extra, 5))
-}
-
-func head(s []string, n int) []string {
-	if len(s) > n {
-		return s[:n]
-	}
-	return s
-}
-
-func countOps(c *Changes) map[Op]int {
-	out := map[Op]int{}
-	for _, r := range c.Records {
-		out[r.Op]++
-	}
-	return out
 }
 
 func stringsReader(s string) *strings.Reader { return strings.NewReader(s) }
-
-func arrowTableFromRecords(recs ...arrow.RecordBatch) arrow.Table {
-	return array.NewTableFromRecords(recs[0].Schema(), recs)
-}
-
-func recordFromJSONSchema(t *testing.T, sc *arrow.Schema, rows string) arrow.RecordBatch {
-	t.Helper()
-	rec, _, err := array.RecordFromJSON(memory.DefaultAllocator, sc, strings.NewReader(rows))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rec
-}
-
-func mustSelect(t *testing.T, sc *iceberg.Schema, ids []int) *iceberg.Schema {
-	t.Helper()
-	var names []string
-	for _, id := range ids {
-		n, ok := sc.FindColumnName(id)
-		if !ok {
-			t.Fatalf("no field %d", id)
-		}
-		names = append(names, n)
-	}
-	out, err := sc.Select(true, names...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-// tableBatches returns the table's data as record batches the caller owns.
-func tableBatches(t *testing.T, tb arrow.Table) []arrow.RecordBatch {
-	t.Helper()
-	tr := array.NewTableReader(tb, 1<<20)
-	defer tr.Release()
-	var out []arrow.RecordBatch
-	for tr.Next() {
-		r := tr.RecordBatch()
-		r.Retain()
-		out = append(out, r)
-	}
-	return out
-}
-
-// rekeyByID maps rows written under schema from onto schema to (top-level
-// columns matched by field id, so renames keep their values; new columns
-// are null, dropped ones go), as a consumer following the schema would.
-func rekeyByID(t *testing.T, m rowMultiset, from, to *iceberg.Schema) rowMultiset {
-	t.Helper()
-	if from == nil || from.ID == to.ID {
-		return m
-	}
-	out := rowMultiset{}
-	for k, n := range m {
-		var obj map[string]json.RawMessage
-		if err := json.Unmarshal([]byte(k), &obj); err != nil {
-			t.Fatalf("row %s: %v", k, err)
-		}
-		var b strings.Builder
-		b.WriteByte('{')
-		for i, f := range to.Fields() {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			v := json.RawMessage("null")
-			if old, ok := from.FindFieldByID(f.ID); ok {
-				if ov, ok := obj[old.Name]; ok {
-					v = ov
-				}
-			}
-			b.Write(appendJSONString(nil, f.Name))
-			b.WriteByte(':')
-			b.Write(v)
-		}
-		b.WriteByte('}')
-		out[b.String()] += n
-	}
-	return out
-}

@@ -7,9 +7,10 @@ import (
 	"github.com/apache/iceberg-go"
 )
 
-// keyFieldIDs returns the schema's identifier fields, else the configured
-// key columns resolved by name, else none.
-func keyFieldIDs(schema *iceberg.Schema, keyColumns []string) ([]int, error) {
+// KeyFieldIDs returns the key of a table's change records: the schema's
+// identifier fields, else the configured key columns resolved by name, else
+// none. Exported for derive/, which sets Changes.KeyFieldIDs with it.
+func KeyFieldIDs(schema *iceberg.Schema, keyColumns []string) ([]int, error) {
 	if ids := schema.IdentifierFieldIDs; len(ids) > 0 {
 		return slices.Clone(ids), nil
 	}
@@ -24,11 +25,12 @@ func keyFieldIDs(schema *iceberg.Schema, keyColumns []string) ([]int, error) {
 	return ids, nil
 }
 
-// assignPartitions sets each record's partition: 0 with one partition, else
+// AssignPartitions sets each record's partition: 0 with one partition, else
 // the Kafka default partitioner's choice for the record's key JSON (the full
 // row JSON for a table without key fields, so that changes of equal rows
-// stay in one partition, in order).
-func assignPartitions(c *Changes) error {
+// stay in one partition, in order). derive/ calls it once Records are
+// complete, after Prepare (whose encoders it uses), then IndexPartitions.
+func (c *Changes) AssignPartitions() error {
 	if c.Partitions <= 1 {
 		for i := range c.Records {
 			c.Records[i].Partition = 0

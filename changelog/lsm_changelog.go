@@ -3,27 +3,30 @@ package changelog
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 )
 
 // The changelog files of lakegw primary-key (LSM) tables. lsm/ writes them at
-// every commit, one Parquet file per bucket that has changes; Derive serves
-// them instead of deriving changes from data and delete files.
+// every commit, one Parquet file per bucket that has changes; derive.Derive
+// serves them instead of deriving changes from data and delete files.
 //
 // File schema: the op column (_lakegw_op, a string: "+I", "-U", "+U", "-D")
 // followed by every top-level column of the table schema the snapshot was
 // written with, under the table's field ids. Each row is one full image. An
 // update is two consecutive rows, "-U" with the before-image then "+U" with
-// the after-image; Derive folds the pair into one OpUpdate record. One row
-// per image (rather than before_* and after_* columns side by side) keeps
-// the file a plain table row set, readable by any Parquet tool, as Paimon's
-// changelog files are. Rows are in key order within a file, which is also
-// the order in which they get offsets in the bucket's partition.
+// the after-image; derive.Derive folds the pair into one OpUpdate record.
+// One row per image (rather than before_* and after_* columns side by
+// side) keeps the file a plain table row set, readable by any Parquet
+// tool, as Paimon's changelog files are. Rows are in key order within a
+// file, which is also the order in which they get offsets in the bucket's
+// partition.
 //
 // Where they are: the snapshot summary names a small JSON manifest (under
 // the table's metadata/ folder) listing the snapshot's changelog files, and
@@ -96,6 +99,32 @@ func DecodeLSMManifest(data []byte) (LSMManifest, error) {
 		}
 	}
 	return m, nil
+}
+
+// ReadLSMManifest reads and checks the changelog manifest at path.
+func ReadLSMManifest(fs icebergio.IO, path string) (LSMManifest, error) {
+	data, err := readWhole(fs, path)
+	if err != nil {
+		return LSMManifest{}, fmt.Errorf("changelog manifest: %w", err)
+	}
+	m, err := DecodeLSMManifest(data)
+	if err != nil {
+		return m, fmt.Errorf("%s: %w", path, err)
+	}
+	return m, nil
+}
+
+func readWhole(fs icebergio.IO, path string) ([]byte, error) {
+	f, err := fs.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return data, nil
 }
 
 // IsLSMTable reports whether the table properties mark a lakegw LSM table.

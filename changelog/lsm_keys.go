@@ -9,7 +9,7 @@ import (
 
 // KeyPartitions returns the partition of every row of b (all top-level
 // columns of schema, in order) by the Kafka murmur2 hash of its key JSON,
-// exactly as Derive assigns partitions. lsm/ uses it to pick buckets, so
+// exactly as AssignPartitions does. lsm/ uses it to pick buckets, so
 // that an LSM table's bucket is its topic partition.
 func KeyPartitions(schema *iceberg.Schema, keyIDs []int, b arrow.RecordBatch, n int32) ([]int32, error) {
 	out := make([]int32, b.NumRows())
@@ -19,7 +19,7 @@ func KeyPartitions(schema *iceberg.Schema, keyIDs []int, b arrow.RecordBatch, n 
 	if len(keyIDs) == 0 {
 		return nil, fmt.Errorf("key partitions: no key fields")
 	}
-	fn, err := newKeyAppender(schema, b, keyIDs)
+	fn, err := KeyAppender(schema, b, keyIDs)
 	if err != nil {
 		return nil, err
 	}

@@ -112,7 +112,7 @@ func ReadLSMLog(fs icebergio.IO, path string) (*LSMLog, error) {
 }
 
 // Snapshot returns the logged snapshot id as a table snapshot carrying what
-// Derive and CountsFromSummary read (nil when not logged): the summary
+// derive.Derive and CountsFromSummary read (nil when not logged): the summary
 // names its changelog manifest and counts as its writer's did.
 func (l *LSMLog) Snapshot(id int64) *table.Snapshot {
 	if l == nil {

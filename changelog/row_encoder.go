@@ -25,10 +25,10 @@ type batchEncoder struct {
 
 // Prepare builds the JSON encoders of every batch once, so that formats then
 // encode records without allocating, and reports columns that cannot be
-// encoded. Derive calls it; code that builds a Changes itself should call it
-// before sharing the Changes between goroutines (it mutates c). It writes
-// Table, SnapshotID, SequenceNumber and TimestampMs into the envelopes of
-// the formats once: they must not change afterwards.
+// encoded. derive.Derive calls it; code that builds a Changes itself should
+// call it before sharing the Changes between goroutines (it mutates c). It
+// writes Table, SnapshotID, SequenceNumber and TimestampMs into the
+// envelopes of the formats once: they must not change afterwards.
 func (c *Changes) Prepare() error {
 	enc, err := buildEncoders(c)
 	if err != nil {
@@ -51,13 +51,13 @@ func buildEncoders(c *Changes) (*changesEncoders, error) {
 	enc := &changesEncoders{batches: make([]batchEncoder, len(c.Batches)),
 		debeziumTail: appendDebeziumTail(nil, c), canalTail: appendCanalTail(nil, c)}
 	for i, b := range c.Batches {
-		row, err := newRowAppender(b)
+		row, err := RowAppender(b)
 		if err != nil {
 			return nil, fmt.Errorf("batch %d of %s snapshot %d: %w", i, c.Table, c.SnapshotID, err)
 		}
 		enc.batches[i].row = row
 		if len(c.KeyFieldIDs) > 0 {
-			key, err := newKeyAppender(c.Schema, b, c.KeyFieldIDs)
+			key, err := KeyAppender(c.Schema, b, c.KeyFieldIDs)
 			if err != nil {
 				return nil, fmt.Errorf("key of batch %d of %s snapshot %d: %w", i, c.Table, c.SnapshotID, err)
 			}
@@ -67,8 +67,11 @@ func buildEncoders(c *Changes) (*changesEncoders, error) {
 	return enc, nil
 }
 
-// newRowAppender writes a row of a batch as a JSON object of its columns.
-func newRowAppender(b arrow.RecordBatch) (appendFn, error) {
+// RowAppender returns a function that appends a row of b as the JSON
+// object of its columns that the formats write as a before- or
+// after-image. Exported for derive/, whose copy-on-write diff cancels a
+// removed and an added row when this JSON of theirs is equal.
+func RowAppender(b arrow.RecordBatch) (func(dst []byte, row int) []byte, error) {
 	sc := b.Schema()
 	cols := make([]appendFn, b.NumCols())
 	var prefix []byte
@@ -90,9 +93,12 @@ func newRowAppender(b arrow.RecordBatch) (appendFn, error) {
 	}, nil
 }
 
-// newKeyAppender writes the key fields of a row as a JSON object. Nested key
-// fields are named by their dotted path and are null when a parent is null.
-func newKeyAppender(schema *iceberg.Schema, b arrow.RecordBatch, ids []int) (appendFn, error) {
+// KeyAppender returns a function that appends the key fields ids of a row
+// of b as the JSON object the formats write as the record key. Nested key
+// fields are named by their dotted path and are null when a parent is
+// null. Exported for derive/, which pairs a removed and an added row of
+// the same key JSON into one update.
+func KeyAppender(schema *iceberg.Schema, b arrow.RecordBatch, ids []int) (func(dst []byte, row int) []byte, error) {
 	type keyCol struct {
 		name    []byte
 		parents []arrow.Array

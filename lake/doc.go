@@ -11,5 +11,5 @@
 // (PropCompactionLease).
 //
 // It knows nothing of Kafka, offsets or record formats, and must not import
-// protocol/, fetch/, offsets/, changelog/, topics/ or lsm/.
+// protocol/, fetch/, offsets/, derive/, changelog/, topics/ or lsm/.
 package lake

@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/lakegw/lakegw/changelog"
+	"github.com/lakegw/lakegw/derive"
 	"github.com/lakegw/lakegw/internal/lsmmodel"
 	"github.com/lakegw/lakegw/lake"
 	icefiles "github.com/lakegw/lakegw/lake/files"
@@ -135,7 +136,7 @@ func deriveEvents(t testing.TB, tbl *table.Table, snapID int64) []string {
 	ctx := context.Background()
 	ref := snapshotRef(t, tbl, snapID)
 	parts := int32(tbl.Properties().GetInt(PropPartitions, 1))
-	c, err := changelog.Derive(ctx, tbl, ref, changelog.Options{Partitions: parts})
+	c, err := derive.Derive(ctx, tbl, ref, derive.Options{Partitions: parts})
 	if err != nil {
 		t.Fatal(err)
 	}

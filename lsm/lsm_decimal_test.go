@@ -23,6 +23,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/lakegw/lakegw/changelog"
+	"github.com/lakegw/lakegw/derive"
 )
 
 // decimalSchema has a 20-digit decimal key (FIXED_LEN_BYTE_ARRAY of 9
@@ -416,7 +417,7 @@ func checkDecimalRecords(t *testing.T, tbl *table.Table, snapID int64, before, a
 	sort.Strings(want)
 
 	ref := snapshotRef(t, tbl, snapID)
-	c, err := changelog.Derive(context.Background(), tbl, ref, changelog.Options{Partitions: int32(tbl.Properties().GetInt(PropPartitions, 1))})
+	c, err := derive.Derive(context.Background(), tbl, ref, derive.Options{Partitions: int32(tbl.Properties().GetInt(PropPartitions, 1))})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/lakegw/lakegw/changelog"
+	"github.com/lakegw/lakegw/derive"
 )
 
 // Bloom filters on the key rule out absent keys inside a file's key range,
@@ -91,13 +92,13 @@ func TestLsmDamagedChangelogIsAnError(t *testing.T) {
 	if err := os.WriteFile(local, []byte("not parquet at all"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := changelog.Derive(ctx, tbl, ref, changelog.Options{Partitions: 1}); err == nil || !strings.Contains(err.Error(), m.Files[0].Path) {
+	if _, err := derive.Derive(ctx, tbl, ref, derive.Options{Partitions: 1}); err == nil || !strings.Contains(err.Error(), m.Files[0].Path) {
 		t.Fatalf("damaged file: %v", err)
 	}
 	if err := os.Remove(local); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := changelog.Derive(ctx, tbl, ref, changelog.Options{Partitions: 1}); err == nil || !strings.Contains(err.Error(), m.Files[0].Path) || !errors.Is(err, iofs.ErrNotExist) {
+	if _, err := derive.Derive(ctx, tbl, ref, derive.Options{Partitions: 1}); err == nil || !strings.Contains(err.Error(), m.Files[0].Path) || !errors.Is(err, iofs.ErrNotExist) {
 		t.Fatalf("missing file: %v (want it named and wrapping fs.ErrNotExist)", err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/lakegw/lakegw/changelog"
+	"github.com/lakegw/lakegw/derive"
 	"github.com/lakegw/lakegw/internal/lsmmodel"
 )
 
@@ -136,7 +137,7 @@ func replayChanges(t *testing.T, tbl *table.Table, snapID int64, replay map[stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := changelog.Derive(ctx, tbl, ref, changelog.Options{Partitions: parts})
+	c, err := derive.Derive(ctx, tbl, ref, derive.Options{Partitions: parts})
 	if err != nil {
 		t.Fatal(err)
 	}

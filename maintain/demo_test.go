@@ -10,6 +10,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/lakegw/lakegw/changelog"
+	"github.com/lakegw/lakegw/derive"
 	"github.com/lakegw/lakegw/maintain"
 	"github.com/lakegw/lakegw/quickstart"
 )
@@ -135,7 +136,7 @@ func requireNoChanges(t *testing.T, tbl *table.Table, id int64) {
 	if op := hist[i].Operation; op != string(table.OpReplace) {
 		t.Errorf("maintenance snapshot %d has operation %q, want replace", id, op)
 	}
-	c, err := changelog.Derive(context.Background(), tbl, hist[i], changelog.Options{Partitions: 1})
+	c, err := derive.Derive(context.Background(), tbl, hist[i], derive.Options{Partitions: 1})
 	if err != nil {
 		t.Fatalf("derive snapshot %d: %v", id, err)
 	}

@@ -4,7 +4,7 @@
 // start and high watermark; leader epochs; and its persistence.
 //
 // It knows nothing of record formats, Kafka framing or Iceberg files, and must
-// not import protocol/, fetch/, changelog/, topics/, lake/, lsm/ or state/. It
-// owns its types (Segment, TopicState) and persists through the Store
-// interface it defines, which state/ implements.
+// not import protocol/, fetch/, derive/, changelog/, topics/, lake/, lsm/ or
+// state/. It owns its types (Segment, TopicState) and persists through the
+// Store interface it defines, which state/ implements.
 package offsets

@@ -7,5 +7,5 @@
 // one protocol/groups defines (groups.OffsetStore, groups.CommittedOffset):
 // one type per concept, owned by the package whose concept it is. It may
 // import offsets/ and protocol/groups for those types alone; it must not
-// import protocol/, fetch/, topics/, changelog/, lake/ or lsm/.
+// import protocol/, fetch/, topics/, derive/, changelog/, lake/ or lsm/.
 package state

@@ -3,7 +3,8 @@
 // snapshot's change records once to extend the offset index, and wakes the
 // fetches waiting for data.
 //
-// It sits between fetch/ and the lake: it may import offsets/, changelog/,
-// lake/ and state/; it must not import protocol/, fetch/ or lsm/ (lakegw
-// tables are indexed from their snapshot summaries, through changelog/).
+// It sits between fetch/ and the lake: it may import offsets/, derive/
+// (the changes of a snapshot), changelog/, lake/ and state/; it must not
+// import protocol/, fetch/ or lsm/ (lakegw tables are indexed from their
+// snapshot summaries, through changelog/).
 package topics

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/lakegw/lakegw/changelog"
+	"github.com/lakegw/lakegw/derive"
 	"github.com/lakegw/lakegw/offsets"
 )
 
@@ -51,7 +52,7 @@ type Topic struct {
 	failures deriveFailures
 	// plans keeps the plans of the snapshots derived last, so that the
 	// next snapshot is planned from its parent's (nil: no cache).
-	plans *changelog.PlanCache
+	plans *derive.PlanCache
 }
 
 // Table returns the latest loaded table metadata.
@@ -171,9 +172,9 @@ func (t *Topic) Changes(ctx context.Context, seg offsets.Segment) (*changelog.Ch
 		if s := tbl.SnapshotByID(seg.SnapshotID); s != nil && s.Summary != nil {
 			ref.Operation = string(s.Summary.Operation)
 		}
-		read := changelog.Derive
+		read := derive.Derive
 		if seg.Kind == offsets.KindCompactedPrefix {
-			read = changelog.ReadSnapshot
+			read = derive.ReadSnapshot
 		}
 		c, err := read(ctx, tbl, ref, t.deriveOptions())
 		if err != nil {
@@ -205,7 +206,7 @@ func (t *Topic) Changes(ctx context.Context, seg offsets.Segment) (*changelog.Ch
 // hold a topic's readers forever.
 const deriveTimeout = 10 * time.Minute
 
-func (t *Topic) deriveOptions() changelog.Options {
-	return changelog.Options{Partitions: t.Config.Partitions, KeyColumns: t.Config.KeyColumns, PlanCache: t.plans,
+func (t *Topic) deriveOptions() derive.Options {
+	return derive.Options{Partitions: t.Config.Partitions, KeyColumns: t.Config.KeyColumns, PlanCache: t.plans,
 		Retained: changelog.LSMLogs{t.retained.Load(), t.prevRetained.Load()}}
 }

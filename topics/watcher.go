@@ -10,6 +10,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/lakegw/lakegw/changelog"
+	"github.com/lakegw/lakegw/derive"
 	"github.com/lakegw/lakegw/lake"
 	"github.com/lakegw/lakegw/offsets"
 )
@@ -237,7 +238,7 @@ func (w *watcher) openTopic(ctx context.Context, tbl *table.Table) error {
 			Msg("the topic's records are encoded differently from when it was last served (format, key, schema); same offsets under a new leader epoch")
 	}
 	t := &Topic{Name: w.name, Ident: w.src.ident, Config: cfg, Format: format, Index: idx, Encoding: enc, changed: make(chan struct{}), changes: w.r.changes,
-		plans: changelog.NewPlanCache(planCachePlans, planCacheFiles), lifetime: w.ctx}
+		plans: derive.NewPlanCache(planCachePlans, planCacheFiles), lifetime: w.ctx}
 	w.topic = t
 	return nil
 }
@@ -373,7 +374,7 @@ func (w *watcher) appendSnapshots(ctx context.Context, tbl *table.Table, refs []
 		}
 		var c *changelog.Changes
 		if !ok {
-			if c, err = changelog.Derive(ctx, tbl, ref, t.deriveOptions()); err != nil {
+			if c, err = derive.Derive(ctx, tbl, ref, t.deriveOptions()); err != nil {
 				return fmt.Errorf("snapshot %d (sequence number %d): %w", ref.SnapshotID, ref.SequenceNumber, err)
 			}
 			counts = c.CountByPartition()
@@ -499,7 +500,7 @@ func (w *watcher) freshEpoch(ctx context.Context, tbl *table.Table) error {
 func (w *watcher) addPrefix(ctx context.Context, tbl *table.Table, ref changelog.SnapshotRef, what string,
 	index func(counts []int64) error) (*changelog.Changes, error) {
 	t := w.topic
-	c, err := changelog.ReadSnapshot(ctx, tbl, ref, t.deriveOptions())
+	c, err := derive.ReadSnapshot(ctx, tbl, ref, t.deriveOptions())
 	if err != nil {
 		return nil, fmt.Errorf("%s, snapshot %d: %w", what, ref.SnapshotID, err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/lakegw/lakegw/changelog"
+	"github.com/lakegw/lakegw/derive"
 	"github.com/lakegw/lakegw/lake"
 )
 
@@ -46,12 +47,12 @@ func benchNewSnapshot(b *testing.B, cached bool) {
 			}
 		}
 		b.Run(fmt.Sprintf("snapshots=%d", snaps), func(b *testing.B) {
-			var load, derive float64
+			var load, deriving float64
 			for b.Loop() {
-				var cache *changelog.PlanCache
+				var cache *derive.PlanCache
 				if cached {
 					b.StopTimer()
-					cache = changelog.NewPlanCache(4, 1<<18)
+					cache = derive.NewPlanCache(4, 1<<18)
 					derivePrevious(b, ctx, cat, ident, cache)
 					b.StartTimer()
 				}
@@ -67,23 +68,23 @@ func benchNewSnapshot(b *testing.B, cached bool) {
 				c1 := processCPU()
 				var c *changelog.Changes
 				pprof.Do(ctx, pprof.Labels("phase", "derive-new-snapshot"), func(ctx context.Context) {
-					c, err = changelog.Derive(ctx, tbl, hist[len(hist)-1], changelog.Options{PlanCache: cache})
+					c, err = derive.Derive(ctx, tbl, hist[len(hist)-1], derive.Options{PlanCache: cache})
 				})
 				if err != nil {
 					b.Fatal(err)
 				}
 				c.Release()
 				load += float64((c1 - c0).Microseconds())
-				derive += float64((processCPU() - c1).Microseconds())
+				deriving += float64((processCPU() - c1).Microseconds())
 			}
 			b.ReportMetric(load/float64(b.N)/1000, "load-cpu-ms/op")
-			b.ReportMetric(derive/float64(b.N)/1000, "derive-cpu-ms/op")
+			b.ReportMetric(deriving/float64(b.N)/1000, "derive-cpu-ms/op")
 		})
 	}
 }
 
 // derivePrevious derives the parent of the newest snapshot into cache.
-func derivePrevious(b *testing.B, ctx context.Context, cat catalog.Catalog, ident table.Identifier, cache *changelog.PlanCache) {
+func derivePrevious(b *testing.B, ctx context.Context, cat catalog.Catalog, ident table.Identifier, cache *derive.PlanCache) {
 	b.Helper()
 	tbl, err := cat.LoadTable(ctx, ident)
 	if err != nil {
@@ -93,7 +94,7 @@ func derivePrevious(b *testing.B, ctx context.Context, cat catalog.Catalog, iden
 	if err != nil {
 		b.Fatal(err)
 	}
-	p, err := changelog.Derive(ctx, tbl, hist[len(hist)-2], changelog.Options{PlanCache: cache})
+	p, err := derive.Derive(ctx, tbl, hist[len(hist)-2], derive.Options{PlanCache: cache})
 	if err != nil {
 		b.Fatal(err)
 	}

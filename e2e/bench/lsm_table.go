@@ -150,7 +150,7 @@ func orderMap(v orderValues) map[string]any {
 // snapshot ids, sequence numbers and commit times (in the headers, the
 // record timestamp and the value's ts_ms and source block), and the order
 // of the records within one snapshot. bench.orders gets its offsets from
-// changelog.Derive (a snapshot's deletes first, then its inserts and
+// derive.Derive (a snapshot's deletes first, then its inserts and
 // updates in data file order), bench.orders_lsm from the LSM changelog file
 // (a bucket's records in key order), so the same snapshot lists the same
 // records in different orders.

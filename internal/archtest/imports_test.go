@@ -48,9 +48,10 @@ var rules = map[string]rule{
 		may:     []string{"fetch", "topics", "offsets", "state", "protocol/groups", "internal/bytepool", "internal/limitedlog"},
 		mustNot: []string{"lsm", "changelog"},
 	},
-	// "It must not import fetch/, topics/, changelog/, lake/ or lsm/";
-	// protocol/doc.go: "nothing below it imports protocol/".
-	"protocol/groups": {mustNot: []string{"protocol", "fetch", "topics", "changelog", "lake", "lsm", "state"}},
+	// "It must not import fetch/, topics/, derive/, changelog/, lake/,
+	// lsm/ or state/"; protocol/doc.go: "nothing below it imports
+	// protocol/".
+	"protocol/groups": {mustNot: []string{"protocol", "fetch", "topics", "derive", "changelog", "lake", "lsm", "state"}},
 	// "It may import topics/, offsets/ and changelog/; it must not import
 	// protocol/ or lsm/"; internal/bytepool/doc.go: "fetch/ reads record
 	// batches into these buffers"; internal/sizedlru/doc.go: "fetch/ keeps
@@ -60,21 +61,30 @@ var rules = map[string]rule{
 		may:     []string{"topics", "offsets", "changelog", "internal/bytepool", "internal/sizedlru", "internal/limitedlog"},
 		mustNot: []string{"protocol/...", "lsm"},
 	},
-	// "it may import offsets/, changelog/, lake/ and state/; it must not
-	// import protocol/, fetch/ or lsm/"; internal/sizedlru/doc.go: "topics/
-	// keeps derived snapshots in one".
+	// "it may import offsets/, derive/, changelog/, lake/ and state/; it
+	// must not import protocol/, fetch/ or lsm/"; internal/sizedlru/doc.go:
+	// "topics/ keeps derived snapshots in one".
 	"topics": {
-		may:     []string{"offsets", "changelog", "lake", "state", "internal/sizedlru"},
+		may:     []string{"offsets", "derive", "changelog", "lake", "state", "internal/sizedlru"},
 		mustNot: []string{"protocol/...", "fetch", "lsm"},
 	},
-	// "must not import protocol/, fetch/, changelog/, topics/, lake/, lsm/
-	// or state/ ... persists through the Store interface it defines".
+	// "must not import protocol/, fetch/, derive/, changelog/, topics/,
+	// lake/, lsm/ or state/ ... persists through the Store interface it
+	// defines".
 	"offsets": {may: none},
-	// "must not import protocol/, fetch/, offsets/, topics/ or lsm/ ... It
-	// may import lake/, lake/files ... and internal/bytepool".
+	// "must not import derive/, protocol/, fetch/, offsets/, topics/ or
+	// lsm/ ... It may import lake/ and lake/files".
 	"changelog": {
-		may:     []string{"lake", "lake/files", "internal/bytepool"},
-		mustNot: []string{"protocol/...", "fetch", "offsets", "topics", "lsm"},
+		may:     []string{"lake", "lake/files"},
+		mustNot: []string{"derive", "protocol/...", "fetch", "offsets", "topics", "lsm"},
+	},
+	// "It may import changelog/, lake/, lake/files ... and
+	// internal/bytepool; it must not import protocol/, fetch/, topics/,
+	// offsets/, lsm/ or state/"; internal/bytepool/doc.go: "derive/ gives
+	// them to its Parquet page readers".
+	"derive": {
+		may:     []string{"changelog", "lake", "lake/files", "internal/bytepool"},
+		mustNot: []string{"protocol/...", "fetch", "topics", "offsets", "lsm", "state"},
 	},
 	// "It may import changelog/, lake/ and lake/files ...; it must not
 	// import protocol/, fetch/, topics/ or offsets/."
@@ -85,13 +95,13 @@ var rules = map[string]rule{
 	// "It may import offsets/ and state/ only, and only tests import it."
 	"offsets/offsetstest": {may: []string{"offsets", "state"}},
 	// "It may import offsets/ and protocol/groups for those types alone;
-	// it must not import protocol/, fetch/, topics/, changelog/, lake/ or
-	// lsm/."
+	// it must not import protocol/, fetch/, topics/, derive/, changelog/,
+	// lake/ or lsm/."
 	"state": {may: []string{"offsets", "protocol/groups"}},
-	// "must not import protocol/, fetch/, offsets/, changelog/, topics/ or
-	// lsm/". state/ too: the lake is the bottom layer, below the gateway's
-	// own store (lake/doc.go does not name state/ yet).
-	"lake": {mustNot: []string{"protocol/...", "fetch", "offsets", "changelog", "topics", "lsm", "state"}},
+	// "must not import protocol/, fetch/, offsets/, derive/, changelog/,
+	// topics/ or lsm/". state/ too: the lake is the bottom layer, below the
+	// gateway's own store (lake/doc.go does not name state/ yet).
+	"lake": {mustNot: []string{"protocol/...", "fetch", "offsets", "derive", "changelog", "topics", "lsm", "state"}},
 	// "it imports no other lakegw package".
 	"lake/files": {may: none},
 	// "it must not import protocol/, fetch/, topics/ or offsets/".
@@ -221,6 +231,11 @@ func TestRulesCatchAForbiddenImport(t *testing.T) {
 		{"quickstart", "lake", true},
 		{"quickstart", "cmd/lakegw", false},
 		{"lsm", "e2e/bench", false},
+		{"topics", "derive", true},
+		{"derive", "changelog", true},
+		{"changelog", "derive", false},
+		{"derive", "topics", false},
+		{"derive", "lsm", false},
 		{"e2e/bench", "topics", true},
 		{"e2e/bench", "e2e/internal/procs", true},
 		{"e2e/internal/procs", "lake", false},

@@ -4,7 +4,7 @@
 // fresh each time costs page faults on never-touched memory and garbage
 // collections, which profiles of the warm read path showed as most of its
 // CPU. fetch/ reads record batches into these buffers and protocol/ frames
-// responses in them; changelog/ gives them to its Parquet page readers as
+// responses in them; derive/ gives them to its Parquet page readers as
 // their allocator. Each gives a buffer back only once nothing refers to it.
 //
 // It imports nothing of lakegw's.

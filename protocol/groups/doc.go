@@ -5,7 +5,8 @@
 //
 // It is part of the Kafka front end: it speaks kmsg requests and responses
 // and chooses Kafka error codes. It must not import fetch/, topics/,
-// changelog/, lake/, lsm/ or state/ (state/ implements its OffsetStore).
+// derive/, changelog/, lake/, lsm/ or state/ (state/ implements its
+// OffsetStore).
 //
 // How it works. The protocol layer decodes a request, calls the method of
 // the same name on the Coordinator (JoinGroup, SyncGroup, Heartbeat,

@@ -1,0 +1,26 @@
+package derive
+
+import (
+	"github.com/rs/zerolog"
+
+	"github.com/lakegw/lakegw/changelog"
+)
+
+// Options configures the derivation of change events.
+type Options struct {
+	// Partitions is the number of topic partitions; with more than one,
+	// records are spread by the Kafka murmur2 hash of their key JSON.
+	Partitions int32
+	// KeyColumns names the key columns of a table without identifier
+	// fields (ignored when the schema has identifier fields).
+	KeyColumns []string
+	Log        zerolog.Logger
+	// PlanCache, when set, keeps the plans of recently derived snapshots
+	// so that deriving a snapshot after its parent reads only its own
+	// manifests (see PlanCache).
+	PlanCache *PlanCache
+	// Retained are the changelog logs of an LSM table (nil: none): their
+	// snapshots are derived from their changelog files although they
+	// expired from the table metadata.
+	Retained changelog.LSMLogs
+}

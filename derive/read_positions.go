@@ -1,0 +1,229 @@
+package derive
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
+	"github.com/apache/iceberg-go"
+	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+)
+
+// rowGroupLayout is where each row group of a Parquet data file starts, in
+// rows and in bytes (the byte offset iceberg-go's reader selects row groups
+// by when a task has a range).
+type rowGroupLayout struct {
+	firstRow []int64
+	numRows  []int64
+	offset   []int64
+	fileSize int64
+}
+
+func rowGroupLayoutOf(d *dataFileFooter, df iceberg.DataFile) (*rowGroupLayout, error) {
+	pf := d.pf
+	n := pf.NumRowGroups()
+	l := &rowGroupLayout{fileSize: d.size}
+	var row int64
+	for i := range n {
+		rg := pf.MetaData().RowGroup(i)
+		l.firstRow = append(l.firstRow, row)
+		l.numRows = append(l.numRows, rg.NumRows())
+		l.offset = append(l.offset, rowGroupOffset(rg))
+		row += rg.NumRows()
+	}
+	// The reader prefers the planner's split offsets when they name
+	// every row group; use the same offsets it will compare against.
+	if so := df.SplitOffsets(); validOffsets(so, n, l.fileSize) {
+		l.offset = so
+	}
+	if !validOffsets(l.offset, n, l.fileSize) {
+		return nil, fmt.Errorf("data file %s: row group offsets %v are not increasing", df.FilePath(), l.offset)
+	}
+	return l, nil
+}
+
+// dataFileFooter is an open Parquet data file with its footer parsed, so
+// that the selective reader and, when it declines, the row group layout
+// share one parse.
+type dataFileFooter struct {
+	f    icebergio.File
+	pf   *file.Reader
+	size int64
+}
+
+func openDataFile(fs icebergio.IO, df iceberg.DataFile) (*dataFileFooter, error) {
+	f, err := fs.Open(df.FilePath())
+	if err != nil {
+		return nil, fmt.Errorf("open data file %s: %w", df.FilePath(), err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("stat data file %s: %w", df.FilePath(), err)
+	}
+	pf, err := file.NewParquetReader(f, file.WithReadProps(pageReaderProperties()))
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("read footer of data file %s: %w", df.FilePath(), err)
+	}
+	return &dataFileFooter{f: f, pf: pf, size: st.Size()}, nil
+}
+
+// Close closes the file.
+func (d *dataFileFooter) Close() error {
+	return d.pf.Close() // closes the file too
+}
+
+// rowGroupOffset mirrors iceberg-go's choice: the first column chunk's
+// dictionary page, else its data page, else the row group's file offset.
+func rowGroupOffset(rg *metadata.RowGroupMetaData) int64 {
+	if rg.NumColumns() > 0 {
+		if c, err := rg.ColumnChunk(0); err == nil {
+			data := c.DataPageOffset()
+			if c.HasDictionaryPage() {
+				if d := c.DictionaryPageOffset(); d >= 0 && (data < 0 || d < data) {
+					return d
+				}
+			}
+			if data >= 0 {
+				return data
+			}
+		}
+	}
+	return rg.FileOffset()
+}
+
+func validOffsets(offsets []int64, n int, size int64) bool {
+	if len(offsets) != n {
+		return false
+	}
+	for i, o := range offsets {
+		if o < 0 || o >= size || (i > 0 && o <= offsets[i-1]) {
+			return false
+		}
+	}
+	return true
+}
+
+// readRowsAt reads the rows at the given sorted positions of a data file
+// (no deletes applied): only those rows when the file is flat (see
+// readFlatRowsAt), else the row groups that hold them. It returns the
+// batches read (owned by the caller) and, per batch, the rows at the wanted
+// positions.
+func readRowsAt(ctx context.Context, fs icebergio.IO, scan *table.Scan, base table.FileScanTask, positions []int64) ([]arrow.RecordBatch, [][]int32, error) {
+	if len(positions) == 0 {
+		return nil, nil, nil
+	}
+	d, err := openDataFile(fs, base.File)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer d.Close()
+	switch b, err := readFlatRowsAt(ctx, scan, d, base.File, positions); {
+	case err == nil:
+		rows := make([]int32, b.NumRows())
+		for i := range rows {
+			rows[i] = int32(i)
+		}
+		return []arrow.RecordBatch{b}, [][]int32{rows}, nil
+	case !errors.Is(err, errNotFlat):
+		return nil, nil, err
+	}
+	layout, err := rowGroupLayoutOf(d, base.File)
+	if err != nil {
+		return nil, nil, err
+	}
+	return readRowGroupsAt(ctx, fs, scan, base, layout, positions)
+}
+
+// readRowGroupsAt is readRowsAt for files the selective reader declines:
+// iceberg-go decodes every row group holding a wanted row.
+func readRowGroupsAt(ctx context.Context, fs icebergio.IO, scan *table.Scan, base table.FileScanTask, layout *rowGroupLayout, positions []int64) ([]arrow.RecordBatch, [][]int32, error) {
+	// Contiguous runs of wanted row groups become one ranged task each.
+	type run struct{ first, last int }
+	var runs []run
+	for _, p := range positions {
+		g := layout.groupOf(p)
+		if g < 0 {
+			return nil, nil, fmt.Errorf("data file %s has no row at position %d", base.File.FilePath(), p)
+		}
+		if n := len(runs); n > 0 && (runs[n-1].last == g || runs[n-1].last+1 == g) {
+			runs[n-1].last = g
+			continue
+		}
+		runs = append(runs, run{g, g})
+	}
+	tasks := make([]table.FileScanTask, len(runs))
+	for i, r := range runs {
+		t := base
+		t.DeleteFiles, t.EqualityDeleteFiles, t.DeletionVectorFiles, t.Residual = nil, nil, nil, nil
+		t.Start = layout.offset[r.first]
+		end := layout.fileSize
+		if r.last+1 < len(layout.offset) {
+			end = layout.offset[r.last+1]
+		}
+		t.Length = end - t.Start
+		tasks[i] = t
+	}
+	batches, err := readTasks(ctx, fs, scan, tasks)
+	if err != nil {
+		return nil, nil, err
+	}
+	// Walk the emitted rows: each run yields all rows of its row groups.
+	var want int64
+	for _, r := range runs {
+		for g := r.first; g <= r.last; g++ {
+			want += layout.numRows[g]
+		}
+	}
+	var got int64
+	for _, b := range batches {
+		got += b.NumRows()
+	}
+	if got != want {
+		releaseAll(batches)
+		return nil, nil, fmt.Errorf("data file %s: read %d rows from %d row groups holding %d", base.File.FilePath(), got, len(runs), want)
+	}
+	start := func(r run) int64 { return layout.firstRow[r.first] }
+	end := func(r run) int64 { return layout.firstRow[r.last] + layout.numRows[r.last] }
+	rows := make([][]int32, len(batches))
+	ri, pi := 0, 0
+	pos := start(runs[0])
+	for bi, b := range batches {
+		for r := range int32(b.NumRows()) {
+			if pos == end(runs[ri]) {
+				ri++
+				pos = start(runs[ri])
+			}
+			for pi < len(positions) && positions[pi] < pos {
+				pi++
+			}
+			if pi < len(positions) && positions[pi] == pos {
+				rows[bi] = append(rows[bi], r)
+			}
+			pos++
+		}
+	}
+	return batches, rows, nil
+}
+
+// groupOf returns the row group holding position p, or -1.
+func (l *rowGroupLayout) groupOf(p int64) int {
+	lo, hi := 0, len(l.firstRow)-1
+	for lo <= hi {
+		mid := (lo + hi) / 2
+		switch {
+		case p < l.firstRow[mid]:
+			hi = mid - 1
+		case p >= l.firstRow[mid]+l.numRows[mid]:
+			lo = mid + 1
+		default:
+			return mid
+		}
+	}
+	return -1
+}
