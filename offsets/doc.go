@@ -5,6 +5,6 @@
 //
 // It knows nothing of record formats, Kafka framing or Iceberg files, and must
 // not import protocol/, fetch/, derive/, changelog/, topics/, lake/, lsm/ or
-// state/. It owns its types (Segment, TopicState) and persists through the
+// state/. It owns its types (Index, Segment, TopicState) and persists through the
 // Store interface it defines, which state/ implements.
 package offsets

@@ -6,7 +6,7 @@ import (
 
 // Encoding returns the encoding of the topic's records the index was
 // last told of (SetEncoding); empty when never told.
-func (t *Topic) Encoding() string {
+func (t *Index) Encoding() string {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	return t.st.Encoding
@@ -26,7 +26,7 @@ func (t *Topic) Encoding() string {
 // that did not record it) takes this one without a new epoch: what it
 // was served under is not known, and every consumer of an upgraded
 // gateway would otherwise read its topics again.
-func (t *Topic) SetEncoding(ctx context.Context, encoding string) (raised bool, err error) {
+func (t *Index) SetEncoding(ctx context.Context, encoding string) (raised bool, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.st.Encoding == encoding {

@@ -16,7 +16,7 @@ type consumer struct {
 // validate is what a Kafka client does with OffsetForLeaderEpoch (KIP-320):
 // when the epoch of its last record ended before its position, it
 // truncates to that end; otherwise it keeps its position.
-func validate(t *testing.T, tp *Topic, c consumer) (truncatedTo int64, truncated bool) {
+func validate(t *testing.T, tp *Index, c consumer) (truncatedTo int64, truncated bool) {
 	t.Helper()
 	_, end, ok := tp.EpochEnd(0, c.lastEpoch)
 	if !ok {

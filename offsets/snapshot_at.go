@@ -6,7 +6,7 @@ import (
 )
 
 // Len is the number of indexed snapshots.
-func (t *Topic) Len() int {
+func (t *Index) Len() int {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	return len(t.parts[0])
@@ -14,7 +14,7 @@ func (t *Topic) Len() int {
 
 // First returns the oldest indexed snapshot (the compacted prefix, if any),
 // without copying the index; ok is false when nothing is indexed.
-func (t *Topic) First() (s Snapshot, ok bool) {
+func (t *Index) First() (s Snapshot, ok bool) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	return t.snapshotAtLocked(0)
@@ -22,7 +22,7 @@ func (t *Topic) First() (s Snapshot, ok bool) {
 
 // Last returns the newest indexed snapshot, without copying the index; ok
 // is false when nothing is indexed. The watcher extends the index from it.
-func (t *Topic) Last() (s Snapshot, ok bool) {
+func (t *Index) Last() (s Snapshot, ok bool) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	return t.snapshotAtLocked(len(t.parts[0]) - 1)
@@ -30,7 +30,7 @@ func (t *Topic) Last() (s Snapshot, ok bool) {
 
 // snapshotAtLocked returns the i-th indexed snapshot with its count in
 // every partition.
-func (t *Topic) snapshotAtLocked(i int) (Snapshot, bool) {
+func (t *Index) snapshotAtLocked(i int) (Snapshot, bool) {
 	if i < 0 || i >= len(t.parts[0]) {
 		return Snapshot{}, false
 	}
@@ -46,7 +46,7 @@ func (t *Topic) snapshotAtLocked(i int) (Snapshot, bool) {
 // higher than its current one: an index rebuilt from nothing for a table
 // whose early history is gone cannot reproduce the offsets it had, so it
 // must not reuse an epoch under which they were served.
-func (t *Topic) RaiseEpoch(ctx context.Context, epoch int32) error {
+func (t *Index) RaiseEpoch(ctx context.Context, epoch int32) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if len(t.parts[0]) > 0 {

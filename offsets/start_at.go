@@ -10,7 +10,7 @@ import (
 // LSM table records its offsets in snapshot summaries), so a rebuilt index
 // numbers every record as the lost one did. It fails on an index that
 // holds segments: offsets are never moved under indexed records.
-func (t *Topic) StartAt(ctx context.Context, bases []int64) error {
+func (t *Index) StartAt(ctx context.Context, bases []int64) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if int32(len(bases)) != t.st.Partitions {

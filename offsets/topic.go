@@ -18,10 +18,10 @@ type Snapshot struct {
 	Counts []int64
 }
 
-// Topic is the offset index of one topic. Every snapshot of the table gets a
+// Index is the offset index of one topic. Every snapshot of the table gets a
 // segment in every partition (possibly empty), so all partitions index the
 // same snapshots in the same order. Safe for concurrent use.
-type Topic struct {
+type Index struct {
 	store Store
 	// name and partitions never change after Open; kept outside st, which
 	// mutators replace under mu, so that reading them takes no lock.
@@ -41,7 +41,7 @@ type Topic struct {
 
 // setState replaces the persisted state, with mu held for writing and
 // parts already in place.
-func (t *Topic) setState(st TopicState) {
+func (t *Index) setState(st TopicState) {
 	t.st = st
 	t.fenceEpoch = maxEpoch(st.Epochs)
 	t.leaderEpoch = topEpoch(st, t.parts)
@@ -52,7 +52,7 @@ func (t *Topic) setState(st TopicState) {
 // UUID) or its partition count changed, the old offsets no longer mean
 // anything: the index restarts empty under a higher leader epoch so clients
 // see a truncation rather than silently different records.
-func Open(ctx context.Context, store Store, topic, tableUUID string, partitions int32) (*Topic, error) {
+func Open(ctx context.Context, store Store, topic, tableUUID string, partitions int32) (*Index, error) {
 	if partitions < 1 {
 		return nil, fmt.Errorf("topic %s: partitions must be >= 1, got %d", topic, partitions)
 	}
@@ -60,7 +60,7 @@ func Open(ctx context.Context, store Store, topic, tableUUID string, partitions 
 	if err != nil {
 		return nil, err
 	}
-	t := &Topic{store: store, name: topic, partitions: partitions}
+	t := &Index{store: store, name: topic, partitions: partitions}
 	if found && st.TableUUID == tableUUID && st.Partitions == partitions && len(st.Epochs) == int(partitions) {
 		t.parts = make([][]Segment, partitions)
 		for _, g := range segs {
@@ -119,7 +119,7 @@ func maxEpoch(epochs [][]EpochStart) int32 {
 // checkConsistent verifies that every partition indexes the same snapshots
 // and that offsets are dense: a damaged state store must not serve offsets
 // that point at the wrong records.
-func (t *Topic) checkConsistent() error {
+func (t *Index) checkConsistent() error {
 	for p, segs := range t.parts {
 		if len(t.st.Epochs[p]) == 0 {
 			return fmt.Errorf("topic %s partition %d: no leader epoch stored", t.st.Topic, p)
@@ -145,13 +145,13 @@ func (t *Topic) checkConsistent() error {
 }
 
 // Name is the topic name.
-func (t *Topic) Name() string { return t.name }
+func (t *Index) Name() string { return t.name }
 
 // Partitions is the number of partitions.
-func (t *Topic) Partitions() int32 { return t.partitions }
+func (t *Index) Partitions() int32 { return t.partitions }
 
 // Snapshots returns the indexed snapshots, in offset order.
-func (t *Topic) Snapshots() []Snapshot {
+func (t *Index) Snapshots() []Snapshot {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	out := make([]Snapshot, len(t.parts[0]))
@@ -163,7 +163,7 @@ func (t *Topic) Snapshots() []Snapshot {
 
 // Append adds snapshots at the end of the index, persisting them before they
 // become visible to readers.
-func (t *Topic) Append(ctx context.Context, snaps []Snapshot) error {
+func (t *Index) Append(ctx context.Context, snaps []Snapshot) error {
 	if len(snaps) == 0 {
 		return nil
 	}
@@ -203,7 +203,7 @@ func (t *Topic) Append(ctx context.Context, snaps []Snapshot) error {
 // Truncate keeps the first keep snapshots and drops the rest, under a new
 // leader epoch: the history after them was rewritten (rollback), and the
 // offsets past the kept ones will now name other records.
-func (t *Topic) Truncate(ctx context.Context, keep int) error {
+func (t *Index) Truncate(ctx context.Context, keep int) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if keep >= len(t.parts[0]) {
@@ -255,7 +255,7 @@ func truncateEpochs(es []EpochStart, epoch int32, end int64) []EpochStart {
 // table's history moved past every indexed snapshot (all of them expired
 // while the gateway was away), so only the live rows of s can stand in for
 // it. Offsets are never reused: the log start moves up to the old end.
-func (t *Topic) ResetToPrefix(ctx context.Context, s Snapshot) error {
+func (t *Index) ResetToPrefix(ctx context.Context, s Snapshot) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if int32(len(s.Counts)) != t.st.Partitions {
@@ -306,7 +306,7 @@ func (t *Topic) ResetToPrefix(ctx context.Context, s Snapshot) error {
 // the first kept one (an index written before epochs were per snapshot),
 // the prefix and every segment after it take a new epoch, and every
 // consumer past the prefix's base reads it again.
-func (t *Topic) CompactPrefix(ctx context.Context, through int, live []int64) error {
+func (t *Index) CompactPrefix(ctx context.Context, through int, live []int64) error {
 	return t.CompactPrefixUnder(ctx, through, live, 0)
 }
 
@@ -314,7 +314,7 @@ func (t *Topic) CompactPrefix(ctx context.Context, through int, live []int64) er
 // minEpoch: a table that determines its offsets (a lakegw LSM table) also
 // determines the epoch of each prefix (PrefixEpoch), so every gateway,
 // with or without its state store, serves a prefix under the same epoch.
-func (t *Topic) CompactPrefixUnder(ctx context.Context, through int, live []int64, minEpoch int32) error {
+func (t *Index) CompactPrefixUnder(ctx context.Context, through int, live []int64, minEpoch int32) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if through < 0 || through >= len(t.parts[0]) {
@@ -384,7 +384,7 @@ func (t *Topic) CompactPrefixUnder(ctx context.Context, through int, live []int6
 // through+1 snapshots: above every epoch of what it replaces and at least
 // minEpoch; relabel is true when that leaves no room below the first kept
 // snapshot's epoch, and the kept segments must take the prefix's epoch.
-func (t *Topic) prefixEpochLocked(through int, minEpoch int32) (epoch int32, relabel bool, err error) {
+func (t *Index) prefixEpochLocked(through int, minEpoch int32) (epoch int32, relabel bool, err error) {
 	segs := t.parts[0]
 	replaced := segs[through].Epoch // segment epochs rise with the offset
 	for p, es := range t.st.Epochs {
@@ -407,23 +407,23 @@ func (t *Topic) prefixEpochLocked(through int, minEpoch int32) (epoch int32, rel
 	return epoch, false, nil
 }
 
-func (t *Topic) endLocked(p int32) int64 {
+func (t *Index) endLocked(p int32) int64 {
 	return View{segs: t.parts[p], epochs: t.st.Epochs[p]}.HighWatermark()
 }
 
 // HighWatermark is the offset after the last record of partition p.
-func (t *Topic) HighWatermark(p int32) int64 { return t.View(p).HighWatermark() }
+func (t *Index) HighWatermark(p int32) int64 { return t.View(p).HighWatermark() }
 
 // LogStart is the first offset of partition p.
-func (t *Topic) LogStart(p int32) int64 { return t.View(p).LogStart() }
+func (t *Index) LogStart(p int32) int64 { return t.View(p).LogStart() }
 
 // Locate returns the segment that holds offset in partition p.
-func (t *Topic) Locate(p int32, offset int64) (Segment, bool) { return t.View(p).Locate(offset) }
+func (t *Index) Locate(p int32, offset int64) (Segment, bool) { return t.View(p).Locate(offset) }
 
 // OffsetForTime returns the first offset of the first snapshot committed at or
 // after ts in partition p, with that snapshot's commit time. ok is false when
 // no snapshot was committed at or after ts.
-func (t *Topic) OffsetForTime(p int32, ts int64) (offset, snapshotTs int64, ok bool) {
+func (t *Index) OffsetForTime(p int32, ts int64) (offset, snapshotTs int64, ok bool) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	for _, g := range t.parts[p] {
@@ -435,20 +435,20 @@ func (t *Topic) OffsetForTime(p int32, ts int64) (offset, snapshotTs int64, ok b
 }
 
 // LeaderEpoch is the current leader epoch of the topic.
-func (t *Topic) LeaderEpoch() int32 {
+func (t *Index) LeaderEpoch() int32 {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	return t.leaderEpoch
 }
 
 // FenceEpoch is the epoch of the topic's last rewrite (View.FenceEpoch).
-func (t *Topic) FenceEpoch() int32 {
+func (t *Index) FenceEpoch() int32 {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	return t.fenceEpoch
 }
 
 // EpochEnd answers OffsetForLeaderEpoch for partition p (View.EpochEnd).
-func (t *Topic) EpochEnd(p int32, requested int32) (epoch int32, endOffset int64, ok bool) {
+func (t *Index) EpochEnd(p int32, requested int32) (epoch int32, endOffset int64, ok bool) {
 	return t.View(p).EpochEnd(requested)
 }

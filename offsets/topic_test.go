@@ -7,7 +7,7 @@ import (
 
 // newTopic opens the empty index of topic ns.t on a fresh store, both
 // closed when the test ends.
-func newTopic(t *testing.T, partitions int32) *Topic {
+func newTopic(t *testing.T, partitions int32) *Index {
 	t.Helper()
 	store := openStore(t, t.TempDir())
 	t.Cleanup(func() { store.Close() })
@@ -20,7 +20,7 @@ func newTopic(t *testing.T, partitions int32) *Topic {
 
 // reopen closes store, as a stopping gateway does, and opens the index of
 // table again from a new store on dir (closed when the test ends).
-func reopen(t *testing.T, store *memStore, dir, table, uuid string, partitions int32) *Topic {
+func reopen(t *testing.T, store *memStore, dir, table, uuid string, partitions int32) *Index {
 	t.Helper()
 	store.Close()
 	store = openStore(t, dir)
@@ -51,7 +51,7 @@ func TestIndexDenseAndPersistent(t *testing.T) {
 	if err := tp.Append(ctx, snaps[1:]); err != nil {
 		t.Fatal(err)
 	}
-	check := func(tp *Topic) {
+	check := func(tp *Index) {
 		t.Helper()
 		if hw := tp.HighWatermark(0); hw != 5 {
 			t.Errorf("hwm p0 = %d, want 5", hw)
@@ -148,7 +148,7 @@ func TestCompactPrefixKeepsLaterOffsets(t *testing.T) {
 	if err := tp.CompactPrefix(ctx, 1, []int64{8}); err != nil {
 		t.Fatal(err)
 	}
-	check := func(tp *Topic) {
+	check := func(tp *Index) {
 		t.Helper()
 		if ls, hw := tp.LogStart(0), tp.HighWatermark(0); ls != 8 || hw != 19 {
 			t.Fatalf("log start %d hwm %d, want 8 19", ls, hw)
@@ -253,7 +253,7 @@ func TestPrefixKeepsTheEpochItWasWrittenUnder(t *testing.T) {
 	if err := tp.Append(ctx, []Snapshot{{SnapshotID: 4, Counts: []int64{2}}}); err != nil {
 		t.Fatal(err)
 	}
-	check := func(tp *Topic) {
+	check := func(tp *Index) {
 		t.Helper()
 		if ep := tp.LeaderEpoch(); ep != 2 {
 			t.Fatalf("leader epoch %d, want 2", ep)

@@ -17,13 +17,13 @@ type View struct {
 	segs   []Segment
 	epochs []EpochStart
 	// leaderEpoch is the topic's newest epoch, fenceEpoch its last
-	// rewrite's (Topic.leaderEpoch, Topic.fenceEpoch).
+	// rewrite's (Index.leaderEpoch, Index.fenceEpoch).
 	leaderEpoch int32
 	fenceEpoch  int32
 }
 
 // View returns partition p's index as it is now.
-func (t *Topic) View(p int32) View {
+func (t *Index) View(p int32) View {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	return View{segs: t.parts[p], epochs: t.st.Epochs[p], leaderEpoch: t.leaderEpoch, fenceEpoch: t.fenceEpoch}

@@ -22,7 +22,7 @@ type Topic struct {
 	Ident  table.Identifier
 	Config TopicConfig
 	Format changelog.Format
-	Index  *offsets.Topic
+	Index  *offsets.Index
 	// Encoding names everything that shapes the topic's records at its
 	// offsets (encodingOf); caches of its records are keyed by it.
 	Encoding string

@@ -29,7 +29,7 @@ func addOffsetsRetentionFlag(fs *flag.FlagSet) *time.Duration {
 }
 
 // pinIndex is what pinning reads of a topic's offset index
-// (*offsets.Topic).
+// (*offsets.Index).
 type pinIndex interface {
 	Partitions() int32
 	LogStart(p int32) int64

@@ -25,7 +25,7 @@ const pinTopic = "ns.t"
 //	2         2000   offsets 3-4     offsets 0-3
 //	3         3000   -               offset 4
 type pinFixture struct {
-	idx   *offsets.Topic
+	idx   *offsets.Index
 	coord *groups.Coordinator
 	f     pinFinder
 }

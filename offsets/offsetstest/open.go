@@ -11,7 +11,7 @@ import (
 
 // Open opens the empty index of topic, with its partitions, on a fresh
 // state store in a temporary directory, closed when the test ends.
-func Open(tb testing.TB, topic string, partitions int32) *offsets.Topic {
+func Open(tb testing.TB, topic string, partitions int32) *offsets.Index {
 	tb.Helper()
 	store, err := state.Open(context.Background(), filepath.Join(tb.TempDir(), "state.db"))
 	if err != nil {
