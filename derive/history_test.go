@@ -1,4 +1,4 @@
-package changelog
+package derive
 
 import (
 	"context"
@@ -6,9 +6,12 @@ import (
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
+
+	"github.com/lakegw/lakegw/changelog"
 )
 
-// MainHistorySince returns what MainHistory holds after a given snapshot,
+// changelog.MainHistorySince, on real tables (the tables of derive/'s
+// tests): it returns what MainHistory holds after a given snapshot,
 // and declines (ok false) when that snapshot is not an ancestor of the main
 // head any more: after a rollback, the caller must align the whole history.
 func TestMainHistorySince(t *testing.T) {
@@ -19,11 +22,11 @@ func TestMainHistorySince(t *testing.T) {
 			for i := range 5 {
 				tbl = appendJSON(t, tbl, jsonRows(i, i+1), 0)
 			}
-			full, err := MainHistory(tbl.Metadata())
+			full, err := changelog.MainHistory(tbl.Metadata())
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, ok, err := MainHistorySince(tbl.Metadata(), full[2])
+			got, ok, err := changelog.MainHistorySince(tbl.Metadata(), full[2])
 			if err != nil || !ok || len(got) != 2 {
 				t.Fatalf("since the third snapshot: %v %v %v, want the last two", got, ok, err)
 			}
@@ -32,7 +35,7 @@ func TestMainHistorySince(t *testing.T) {
 					t.Errorf("snapshot %d: %+v, MainHistory says %+v", 3+i, r, full[3+i])
 				}
 			}
-			if got, ok, err := MainHistorySince(tbl.Metadata(), full[4]); err != nil || !ok || len(got) != 0 {
+			if got, ok, err := changelog.MainHistorySince(tbl.Metadata(), full[4]); err != nil || !ok || len(got) != 0 {
 				t.Fatalf("since the head: %v %v %v, want nothing new", got, ok, err)
 			}
 
@@ -46,10 +49,10 @@ func TestMainHistorySince(t *testing.T) {
 				t.Fatal(err)
 			}
 			tbl = appendJSON(t, tbl, jsonRows(9, 10), 0)
-			if got, ok, err := MainHistorySince(tbl.Metadata(), full[3]); err != nil || ok {
+			if got, ok, err := changelog.MainHistorySince(tbl.Metadata(), full[3]); err != nil || ok {
 				t.Fatalf("since a rolled-back snapshot: %v %v %v, want not found", got, ok, err)
 			}
-			got, ok, err = MainHistorySince(tbl.Metadata(), full[1])
+			got, ok, err = changelog.MainHistorySince(tbl.Metadata(), full[1])
 			if err != nil || !ok || len(got) != 1 {
 				t.Fatalf("since the rollback target: %v %v %v, want the new snapshot", got, ok, err)
 			}
