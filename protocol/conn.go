@@ -263,13 +263,13 @@ func (c *conn) logReadEnd(ctx context.Context, err error) {
 // handle runs one request's handler and frames its response; a nil frame
 // closes the connection.
 func (c *conn) handle(ctx context.Context, req *request) (out frame) {
-	var fa *fetchAnswer
+	var own selfFramed
 	defer func() {
 		// A handler bug must not take the gateway down with it.
 		if p := recover(); p != nil {
 			c.log.Error().Interface("panic", p).Int16("api_key", req.msg.Key()).Msg("handler panicked; closing connection")
-			if fa != nil {
-				fa.spans.Release()
+			if own != nil {
+				own.release()
 			}
 			out = frame{}
 		}
@@ -291,10 +291,20 @@ func (c *conn) handle(ctx context.Context, req *request) (out frame) {
 	if resp == nil {
 		return frame{b: noResponse}
 	}
-	if fa, _ = resp.(*fetchAnswer); fa != nil {
-		return c.fetchFrame(req, fa)
+	if own, _ = resp.(selfFramed); own != nil {
+		return own.frameFor(c, req)
 	}
 	return frame{b: frameResponse(req, resp, make([]byte, 0, 256))}
+}
+
+// selfFramed is an answer that lays out its own frame rather than be
+// encoded whole by frameResponse: a Fetch answer, whose record batches are
+// spans of memory and of the disk cache's files (fetchAnswer). release
+// gives back what it holds when no frame is made of it (a handler panic).
+type selfFramed interface {
+	kmsg.Response
+	frameFor(c *conn, req *request) frame
+	release()
 }
 
 // noResponse marks a request answered by silence.

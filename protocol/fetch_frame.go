@@ -9,6 +9,12 @@ import (
 	"github.com/lakegw/lakegw/internal/bytepool"
 )
 
+// frameFor lays out the Fetch answer's frame (selfFramed).
+func (a *fetchAnswer) frameFor(c *conn, req *request) frame { return c.fetchFrame(req, a) }
+
+// release gives back the answer's batches (selfFramed).
+func (a *fetchAnswer) release() { a.spans.Release() }
+
 // fetchFrame frames a Fetch answer: written from the spans fetch read the
 // batches into (memory, or disk cache files sent with sendfile), then
 // released. An answer fetchFrame does not lay out is encoded by kmsg from
