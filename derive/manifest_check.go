@@ -2,7 +2,6 @@ package derive
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
@@ -28,12 +27,16 @@ const (
 
 // checkManifests decodes the manifest list and the manifests of snap
 // that have not been decoded before, turning a panic into an error that
-// names the file.
+// names the file. A list is marked checked only once every manifest it
+// names passed, so a list seen before is not decoded again.
 func checkManifests(ctx context.Context, fs icebergio.IO, snap *table.Snapshot) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	listKey := checkedKey{location: locationOf(fs, snap.ManifestList), size: -1, count: checkedManifestList, blobOffset: -1}
+	if filesChecked.has(listKey) {
+		return nil
+	}
 	var manifests []iceberg.ManifestFile
 	err := contained("manifest list "+snap.ManifestList, func() (err error) {
 		manifests, err = readManifestList(fs, snap)
@@ -42,7 +45,6 @@ func checkManifests(ctx context.Context, fs icebergio.IO, snap *table.Snapshot) 
 	if err != nil {
 		return err
 	}
-	filesChecked.add(listKey)
 	for _, m := range manifests {
 		key := checkedKey{location: locationOf(fs, m.FilePath()), size: m.Length(), count: checkedManifest, blobOffset: -1}
 		if filesChecked.has(key) {
@@ -60,15 +62,13 @@ func checkManifests(ctx context.Context, fs icebergio.IO, snap *table.Snapshot) 
 		}
 		filesChecked.add(key)
 	}
+	filesChecked.add(listKey)
 	return nil
 }
 
-// contained runs read, turning a panic into an error naming what.
+// contained runs read under recoverRead, so that a panic is an error
+// naming what was read.
 func contained(what string, read func() error) (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("%s is damaged: decoding it panicked: %v", what, p)
-		}
-	}()
+	defer recoverRead(&err, func() string { return what + " is damaged: decoding it" })
 	return read()
 }

@@ -40,6 +40,9 @@ var errTooManyOffsets = errors.New("too many partitions with committed offsets i
 type groupOffsets struct {
 	sem   chan struct{}
 	parts map[string]map[int32]CommittedOffset // topic -> partition
+	// count is the number of partitions in parts, kept by set: a commit
+	// checks the per-group cap without walking them.
+	count int
 	// emptiedMs is when the group last lost its last member (0: not seen
 	// in this process). Retention counts from it or the latest commit,
 	// whichever is later.
@@ -75,10 +78,7 @@ func (t *offsetTable) entry(group string) *groupOffsets {
 // partitionsAfter is the number of partitions g would hold offsets for
 // once offs are committed. Called with the table's mu held.
 func (g *groupOffsets) partitionsAfter(offs []CommittedOffset) int {
-	n := 0
-	for _, ps := range g.parts {
-		n += len(ps)
-	}
+	n := g.count
 	type tp struct {
 		topic string
 		p     int32
@@ -98,6 +98,9 @@ func (g *groupOffsets) set(o CommittedOffset) {
 	if ps == nil {
 		ps = make(map[int32]CommittedOffset)
 		g.parts[o.Topic] = ps
+	}
+	if _, ok := ps[o.Partition]; !ok {
+		g.count++
 	}
 	ps[o.Partition] = o
 }
