@@ -20,10 +20,13 @@ import (
 )
 
 // conn is one client connection. A reader goroutine (serve) decodes
-// requests and hands each to its own handler goroutine; a writer goroutine
-// sends the responses in request order, as the protocol requires. At most
-// MaxInflightPerConn requests are in flight: the reader blocks beyond that,
-// which pushes back on the client through TCP.
+// requests and hands each to a handler goroutine; a writer goroutine sends
+// the responses. A connection's requests are handled one at a time, as a
+// Kafka broker handles them (it mutes a connection from reading a request
+// until its response is sent): the next request is read and decoded while
+// one is handled, but waits for its turn until that answer is written. A
+// client pipelining requests without reading the answers therefore holds
+// one answer's memory, not one per request, and TCP pushes back on it.
 type conn struct {
 	s        *Server
 	nc       net.Conn
@@ -35,14 +38,14 @@ type conn struct {
 	// outstanding counts the requests read whose answers are not yet
 	// written: a connection waiting for them is not idle.
 	outstanding atomic.Int64
-	// fetchTurn is held by the connection's Fetch from when it is read
+	// turn is held by the request being handled, from when it is read
 	// until its answer is written (see readLoop).
-	fetchTurn chan struct{}
+	turn chan struct{}
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
 	host, _, _ := net.SplitHostPort(nc.RemoteAddr().String())
-	return &conn{s: s, nc: nc, host: host, writeTimeout: s.cfg.WriteTimeout, fetchTurn: make(chan struct{}, 1),
+	return &conn{s: s, nc: nc, host: host, writeTimeout: s.cfg.WriteTimeout, turn: make(chan struct{}, 1),
 		log: s.log.With().Str("client", nc.RemoteAddr().String()).Logger()}
 }
 
@@ -69,7 +72,9 @@ func (c *conn) serve(parent context.Context) {
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	defer c.nc.Close()
-	slots := make(chan pending, c.s.cfg.MaxInflightPerConn)
+	// One slot is in the writer's hands at a time, the one of the request
+	// that holds the turn.
+	slots := make(chan pending, 1)
 	writerDone := make(chan pending, 1)
 	go func() {
 		writerDone <- c.writeLoop(ctx, cancel, slots)
@@ -146,9 +151,11 @@ func (c *conn) writeLoop(ctx context.Context, cancel context.CancelFunc, slots <
 			fail(err)
 			return nil
 		}
-		// Flush when no further response is queued: pipelined responses
-		// share writes without delaying the last one.
-		if len(slots) == 0 && w.Buffered() > 0 {
+		// Each answer goes out whole before the connection's next request
+		// is handled (it holds the turn until now): waiting to share a
+		// write with the next answer would delay this one by that
+		// request's handling, a long-polling Fetch's among them.
+		if w.Buffered() > 0 {
 			if err := w.Flush(); err != nil {
 				fail(err)
 				return nil
@@ -202,25 +209,19 @@ func (c *conn) readLoop(ctx context.Context, slots chan<- pending) {
 			c.s.clientErrs.Warn(c.log, malformedRequest).Err(err).Msg(malformedRequest)
 			return
 		}
-		answered := func() { release(); c.outstanding.Add(-1) }
-		if req.msg.Key() == kmsg.Fetch.Int16() {
-			// A connection's Fetches are handled one at a time, the next
-			// once the previous answer is written, as a Kafka broker
-			// handles a connection's requests: a client pipelining
-			// Fetches without reading the answers holds one answer's
-			// memory, not one per request in flight. Fetch clients send
-			// one Fetch per broker at a time, so none waits here.
-			select {
-			case c.fetchTurn <- struct{}{}:
-			case <-ctx.Done():
-				release()
-				return
-			}
-			answered = func() {
-				release()
-				<-c.fetchTurn
-				c.outstanding.Add(-1)
-			}
+		// Fetch clients send one Fetch per broker at a time, and a Kafka
+		// client expects a broker to answer a connection's requests one by
+		// one: none waits here longer than it would on Kafka.
+		select {
+		case c.turn <- struct{}{}:
+		case <-ctx.Done():
+			release()
+			return
+		}
+		answered := func() {
+			release()
+			<-c.turn
+			c.outstanding.Add(-1)
 		}
 		c.outstanding.Add(1)
 		slot := make(pending, 1)

@@ -1,11 +1,13 @@
 package protocol
 
 import (
+	"bufio"
 	"context"
 	"encoding/binary"
 	"io"
 	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,17 +15,24 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// TestRequestMemoryHeldUntilTheResponseIsWritten: a client pipelines
-// three 1 MiB requests and reads none of the answers. The first answer
-// fills the connection's write buffer and the writer blocks on the
-// socket; the two requests behind it keep their bytes taken from the
-// server-wide budget until their answers are written (Kafka's
-// queued.max.request.bytes), and give them back once the client reads.
-// (Released when the handler returned, the budget was free while the
-// answers piled up.)
-func TestRequestMemoryHeldUntilTheResponseIsWritten(t *testing.T) {
-	const reqBytes = 1 << 20
-	s := NewServer(Config{MaxRequestBytes: 2 * reqBytes, MaxInflightBytes: 4 * reqBytes, WriteTimeout: 10 * time.Second},
+// TestPipelinedRequestsAreHandledOneAtATime: a client pipelines twenty
+// 1 MiB requests and reads none of the answers. As on a Kafka broker, a
+// connection's requests are handled one at a time: the first answer
+// blocks the writer on the socket, the second request is answered behind
+// it, the third is read and waits for its turn, and nothing more is read.
+// The two unanswered requests keep their bytes taken from the server-wide
+// budget until their answers are written (Kafka's
+// queued.max.request.bytes) and give them back once the client reads,
+// which gets every answer, in order. (Handling up to 16 requests of a
+// connection at once, the server read all twenty and held their answers
+// and 18 MiB of the budget while the client read nothing.)
+func TestPipelinedRequestsAreHandledOneAtATime(t *testing.T) {
+	const (
+		reqBytes = 1 << 20
+		requests = 20
+		budget   = 32 * reqBytes
+	)
+	s := NewServer(Config{MaxRequestBytes: 2 * reqBytes, MaxInflightBytes: budget, WriteTimeout: 30 * time.Second},
 		nil, nil, nil, zerolog.Nop())
 	client, server := net.Pipe()
 	defer client.Close()
@@ -35,47 +44,69 @@ func TestRequestMemoryHeldUntilTheResponseIsWritten(t *testing.T) {
 		newConn(s, server).serve(ctx)
 	}()
 
-	var frames []byte
-	for i := range 3 {
-		req := kmsg.NewPtrApiVersionsRequest()
-		req.Version = 3
-		req.ClientSoftwareName = strings.Repeat("x", reqBytes-64)
-		req.ClientSoftwareVersion = "1"
-		body := frameBody(req, int32(i), "test")
-		frames = binary.BigEndian.AppendUint32(frames, uint32(len(body)))
-		frames = append(frames, body...)
-	}
-	// net.Pipe has no buffer: the write returns once the server read it.
-	if _, err := client.Write(frames); err != nil {
-		t.Fatal(err)
-	}
+	// net.Pipe has no buffer: a frame's write returns once the server has
+	// read all of it, so consumed counts the requests the server read.
+	var consumed atomic.Int32
+	go func() {
+		for i := range requests {
+			req := kmsg.NewPtrApiVersionsRequest()
+			req.Version = 3
+			req.ClientSoftwareName = strings.Repeat("x", reqBytes-64)
+			req.ClientSoftwareVersion = "1"
+			body := frameBody(req, int32(i), "test")
+			frame := binary.BigEndian.AppendUint32(nil, uint32(len(body)))
+			if _, err := client.Write(append(frame, body...)); err != nil {
+				return
+			}
+			consumed.Add(1)
+		}
+	}()
 
-	// The first answer is in the write buffer, the writer waits on the
-	// socket: two requests (2 MiB) still hold the budget.
 	// Generous: under -race on a loaded 2-core machine the server took
-	// over 5 s to read the three frames once.
+	// over 5 s to read three such frames once.
 	deadline := time.Now().Add(20 * time.Second)
-	for s.inflight.TryAcquire(3 * reqBytes) {
-		s.inflight.Release(3 * reqBytes)
+	for consumed.Load() < 3 {
 		if time.Now().After(deadline) {
-			t.Fatal("3 MiB of the 4 MiB budget free while two requests wait for their answers to be written")
+			t.Fatalf("the server read %d requests, want 3 (one answered and blocked on the socket, one answered behind it, one waiting)", consumed.Load())
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if !s.inflight.TryAcquire(reqBytes) {
-		t.Fatal("less than 1 MiB of the budget free: more than two requests hold it")
+	// Give a server that reads ahead the time to show it.
+	time.Sleep(300 * time.Millisecond)
+	if n := consumed.Load(); n > 3 {
+		t.Fatalf("the server read %d of %d pipelined requests while the client read no answer: want 3", n, requests)
 	}
-	s.inflight.Release(reqBytes)
+	if !s.inflight.TryAcquire(budget - 2*reqBytes) {
+		t.Fatal("more than two requests hold the budget")
+	}
+	s.inflight.Release(budget - 2*reqBytes)
+	if s.inflight.TryAcquire(budget - reqBytes) {
+		s.inflight.Release(budget - reqBytes)
+		t.Fatal("at most one request holds the budget: the unanswered ones gave it back before their answers were written")
+	}
 
-	// The client reads its answers: the budget comes back whole.
-	go func() { _, _ = io.Copy(io.Discard, client) }()
-	for !s.inflight.TryAcquire(4 * reqBytes) {
-		if time.Now().After(deadline) {
+	// The client reads: every answer comes, in request order, and the
+	// budget comes back whole.
+	r := bufio.NewReader(client)
+	for i := range requests {
+		var head [8]byte
+		if _, err := io.ReadFull(r, head[:]); err != nil {
+			t.Fatalf("answer %d: %v", i, err)
+		}
+		if corr := int32(binary.BigEndian.Uint32(head[4:])); corr != int32(i) {
+			t.Fatalf("answer %d has correlation id %d", i, corr)
+		}
+		if _, err := io.CopyN(io.Discard, r, int64(binary.BigEndian.Uint32(head[:4]))-4); err != nil {
+			t.Fatalf("answer %d: %v", i, err)
+		}
+	}
+	for !s.inflight.TryAcquire(budget) {
+		if time.Now().After(deadline.Add(10 * time.Second)) {
 			t.Fatal("the budget did not come back once the answers were read")
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	s.inflight.Release(4 * reqBytes)
+	s.inflight.Release(budget)
 	cancel()
 	client.Close()
 	<-served

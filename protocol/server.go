@@ -27,9 +27,6 @@ type Config struct {
 	// MaxRequestBytes bounds one request frame; larger frames close the
 	// connection (as Kafka's socket.request.max.bytes does).
 	MaxRequestBytes int32
-	// MaxInflightPerConn bounds the requests of one connection being
-	// handled at once (responses still go out in request order).
-	MaxInflightPerConn int
 	// ClusterID is reported in Metadata and DescribeCluster.
 	ClusterID string
 	// MaxInflightBytes bounds the request frames being decoded and handled
@@ -112,9 +109,6 @@ func NewServer(cfg Config, reg *topics.Registry, reader *fetch.Reader, coord *gr
 	}
 	if cfg.FrameReadTimeout == 0 {
 		cfg.FrameReadTimeout = DefaultFrameReadTimeout
-	}
-	if cfg.MaxInflightPerConn <= 0 {
-		cfg.MaxInflightPerConn = 16
 	}
 	if cfg.ClusterID == "" {
 		cfg.ClusterID = "lakegw"
