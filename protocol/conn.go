@@ -20,13 +20,16 @@ import (
 )
 
 // conn is one client connection. A reader goroutine (serve) decodes
-// requests and hands each to a handler goroutine; a writer goroutine sends
-// the responses. A connection's requests are handled one at a time, as a
-// Kafka broker handles them (it mutes a connection from reading a request
-// until its response is sent): the next request is read and decoded while
-// one is handled, but waits for its turn until that answer is written. A
-// client pipelining requests without reading the answers therefore holds
-// one answer's memory, not one per request, and TCP pushes back on it.
+// requests and hands each to its own handler goroutine; a writer goroutine
+// sends the responses in request order, as the protocol requires. At most
+// MaxInflightPerConn requests are in flight: the reader blocks beyond that,
+// which pushes back on the client through TCP. A request whose answer's
+// size does not follow from its own (Server.ownTurn: a Fetch, the
+// Metadata of every topic, a group's every offset) is handled in the
+// connection's turn, as a Kafka broker handles every request: from when
+// it is read until its answer is written, and the next request is read
+// only then. A client pipelining them without reading the answers holds
+// one such answer, not one per request in flight.
 type conn struct {
 	s        *Server
 	nc       net.Conn
@@ -38,7 +41,7 @@ type conn struct {
 	// outstanding counts the requests read whose answers are not yet
 	// written: a connection waiting for them is not idle.
 	outstanding atomic.Int64
-	// turn is held by the request being handled, from when it is read
+	// turn is held by a request of Server.ownTurn from when it is read
 	// until its answer is written (see readLoop).
 	turn chan struct{}
 }
@@ -72,9 +75,7 @@ func (c *conn) serve(parent context.Context) {
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	defer c.nc.Close()
-	// One slot is in the writer's hands at a time, the one of the request
-	// that holds the turn.
-	slots := make(chan pending, 1)
+	slots := make(chan pending, c.s.cfg.MaxInflightPerConn)
 	writerDone := make(chan pending, 1)
 	go func() {
 		writerDone <- c.writeLoop(ctx, cancel, slots)
@@ -134,8 +135,21 @@ func (c *conn) writeLoop(ctx context.Context, cancel context.CancelFunc, slots <
 		var resp frame
 		select {
 		case resp = <-slot:
-		case <-ctx.Done():
-			return slot
+		default:
+			// The next answer is not ready (a long-polling Fetch, a
+			// JoinGroup waiting for its group): what is buffered goes out
+			// now rather than wait behind it.
+			if w.Buffered() > 0 {
+				if err := w.Flush(); err != nil {
+					fail(err)
+					return slot
+				}
+			}
+			select {
+			case resp = <-slot:
+			case <-ctx.Done():
+				return slot
+			}
 		}
 		if resp.b == nil {
 			// The handler asked to close: flush what came before first.
@@ -151,11 +165,9 @@ func (c *conn) writeLoop(ctx context.Context, cancel context.CancelFunc, slots <
 			fail(err)
 			return nil
 		}
-		// Each answer goes out whole before the connection's next request
-		// is handled (it holds the turn until now): waiting to share a
-		// write with the next answer would delay this one by that
-		// request's handling, a long-polling Fetch's among them.
-		if w.Buffered() > 0 {
+		// Flush when no further response is queued: pipelined responses
+		// share writes without delaying the last one.
+		if len(slots) == 0 && w.Buffered() > 0 {
 			if err := w.Flush(); err != nil {
 				fail(err)
 				return nil
@@ -209,19 +221,21 @@ func (c *conn) readLoop(ctx context.Context, slots chan<- pending) {
 			c.s.clientErrs.Warn(c.log, malformedRequest).Err(err).Msg(malformedRequest)
 			return
 		}
-		// Fetch clients send one Fetch per broker at a time, and a Kafka
-		// client expects a broker to answer a connection's requests one by
-		// one: none waits here longer than it would on Kafka.
-		select {
-		case c.turn <- struct{}{}:
-		case <-ctx.Done():
-			release()
-			return
-		}
-		answered := func() {
-			release()
-			<-c.turn
-			c.outstanding.Add(-1)
+		answered := func() { release(); c.outstanding.Add(-1) }
+		if c.s.ownTurn[req.msg.Key()] {
+			// Clients send one Fetch per broker at a time, and Metadata
+			// or group listings now and then: none waits here long.
+			select {
+			case c.turn <- struct{}{}:
+			case <-ctx.Done():
+				release()
+				return
+			}
+			answered = func() {
+				release()
+				<-c.turn
+				c.outstanding.Add(-1)
+			}
 		}
 		c.outstanding.Add(1)
 		slot := make(pending, 1)

@@ -16,16 +16,17 @@ import (
 )
 
 // TestPipelinedRequestsAreHandledOneAtATime: a client pipelines twenty
-// 1 MiB requests and reads none of the answers. As on a Kafka broker, a
-// connection's requests are handled one at a time: the first answer
-// blocks the writer on the socket, the second request is answered behind
-// it, the third is read and waits for its turn, and nothing more is read.
-// The two unanswered requests keep their bytes taken from the server-wide
-// budget until their answers are written (Kafka's
-// queued.max.request.bytes) and give them back once the client reads,
-// which gets every answer, in order. (Handling up to 16 requests of a
-// connection at once, the server read all twenty and held their answers
-// and 18 MiB of the budget while the client read nothing.)
+// 1 MiB requests of an API handled in its connection's turn and reads
+// none of the answers. As on a Kafka broker, they are handled one at a
+// time: the first answer blocks the writer on the socket, the second
+// request is answered behind it, the third is read and waits for its
+// turn, and nothing more is read. The two unanswered requests keep their
+// bytes taken from the server-wide budget until their answers are
+// written (Kafka's queued.max.request.bytes) and give them back once the
+// client reads, which gets every answer, in order. (Metadata, ListGroups
+// and the others of ownTurnKeys were handled up to 16 at once, all their
+// answers held: the server read 8 and more of the twenty.) ApiVersions
+// stands in for them here: its answer needs no topics or groups.
 func TestPipelinedRequestsAreHandledOneAtATime(t *testing.T) {
 	const (
 		reqBytes = 1 << 20
@@ -34,6 +35,7 @@ func TestPipelinedRequestsAreHandledOneAtATime(t *testing.T) {
 	)
 	s := NewServer(Config{MaxRequestBytes: 2 * reqBytes, MaxInflightBytes: budget, WriteTimeout: 30 * time.Second},
 		nil, nil, nil, zerolog.Nop())
+	s.ownTurn = map[int16]bool{kmsg.ApiVersions.Int16(): true}
 	client, server := net.Pipe()
 	defer client.Close()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -110,4 +112,21 @@ func TestPipelinedRequestsAreHandledOneAtATime(t *testing.T) {
 	cancel()
 	client.Close()
 	<-served
+}
+
+// The APIs whose answers grow with what the gateway holds rather than with
+// the request are handled in their connection's turn; the others, whose
+// answers the request's budgeted bytes bound, are not held back.
+func TestOwnTurnKeysAreTheUnboundedAnswers(t *testing.T) {
+	turn := ownTurnKeys()
+	for _, k := range []kmsg.Key{kmsg.Fetch, kmsg.Metadata, kmsg.OffsetFetch, kmsg.DescribeGroups, kmsg.ListGroups} {
+		if !turn[k.Int16()] {
+			t.Errorf("%s is not handled in its connection's turn", k.Name())
+		}
+	}
+	for _, k := range []kmsg.Key{kmsg.JoinGroup, kmsg.Heartbeat, kmsg.OffsetCommit, kmsg.ApiVersions, kmsg.SyncGroup} {
+		if turn[k.Int16()] {
+			t.Errorf("%s waits for its connection's turn: a pipelining client's requests of it queue behind one another", k.Name())
+		}
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"golang.org/x/sync/semaphore"
 
 	"github.com/lakegw/lakegw/fetch"
@@ -27,6 +28,9 @@ type Config struct {
 	// MaxRequestBytes bounds one request frame; larger frames close the
 	// connection (as Kafka's socket.request.max.bytes does).
 	MaxRequestBytes int32
+	// MaxInflightPerConn bounds the requests of one connection being
+	// handled at once (responses still go out in request order).
+	MaxInflightPerConn int
 	// ClusterID is reported in Metadata and DescribeCluster.
 	ClusterID string
 	// MaxInflightBytes bounds the request frames being decoded and handled
@@ -89,6 +93,10 @@ type Server struct {
 	wg    sync.WaitGroup
 
 	inflight   *semaphore.Weighted
+	// ownTurn holds the API keys handled in their connection's turn
+	// (see conn): those whose answer's size does not follow from the
+	// request's, so that unread answers of them cannot pile up.
+	ownTurn map[int16]bool
 	limits     *connLimits
 	clientErrs *limitedlog.Log
 }
@@ -110,6 +118,9 @@ func NewServer(cfg Config, reg *topics.Registry, reader *fetch.Reader, coord *gr
 	if cfg.FrameReadTimeout == 0 {
 		cfg.FrameReadTimeout = DefaultFrameReadTimeout
 	}
+	if cfg.MaxInflightPerConn <= 0 {
+		cfg.MaxInflightPerConn = 16
+	}
 	if cfg.ClusterID == "" {
 		cfg.ClusterID = "lakegw"
 	}
@@ -117,9 +128,24 @@ func NewServer(cfg Config, reg *topics.Registry, reader *fetch.Reader, coord *gr
 		cfg.WriteTimeout = 2 * time.Minute
 	}
 	return &Server{cfg: cfg, reg: reg, reader: reader, groups: coord, log: log, conns: map[*conn]struct{}{},
-		inflight:   semaphore.NewWeighted(max(cfg.MaxInflightBytes, int64(cfg.MaxRequestBytes))),
+		inflight:   semaphore.NewWeighted(max(cfg.MaxInflightBytes, int64(cfg.MaxRequestBytes))), ownTurn: ownTurnKeys(),
 		limits:     newConnLimits(max(cfg.MaxConnections, 0), max(cfg.MaxConnectionsPerIP, 0)),
 		clientErrs: limitedlog.New(time.Second)}
+}
+
+// ownTurnKeys are the APIs handled in their connection's turn: their
+// answers grow with what the gateway holds, not with the request (a
+// Fetch's records, the Metadata of every topic, OffsetFetch of a group's
+// every partition, DescribeGroups' members, ListGroups' groups). Other
+// answers are a small multiple of their request, whose bytes the
+// server-wide budget holds until the answer is written, so those run
+// side by side: a pipelining client's JoinGroups and OffsetCommits are
+// not queued behind one another.
+func ownTurnKeys() map[int16]bool {
+	return map[int16]bool{
+		kmsg.Fetch.Int16(): true, kmsg.Metadata.Int16(): true, kmsg.OffsetFetch.Int16(): true,
+		kmsg.DescribeGroups.Int16(): true, kmsg.ListGroups.Int16(): true,
+	}
 }
 
 // Listen binds the listener.
