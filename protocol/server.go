@@ -92,11 +92,11 @@ type Server struct {
 	conns map[*conn]struct{}
 	wg    sync.WaitGroup
 
-	inflight   *semaphore.Weighted
+	inflight *semaphore.Weighted
 	// ownTurn holds the API keys handled in their connection's turn
 	// (see conn): those whose answer's size does not follow from the
 	// request's, so that unread answers of them cannot pile up.
-	ownTurn map[int16]bool
+	ownTurn    map[int16]bool
 	limits     *connLimits
 	clientErrs *limitedlog.Log
 }
@@ -128,7 +128,7 @@ func NewServer(cfg Config, reg *topics.Registry, reader *fetch.Reader, coord *gr
 		cfg.WriteTimeout = 2 * time.Minute
 	}
 	return &Server{cfg: cfg, reg: reg, reader: reader, groups: coord, log: log, conns: map[*conn]struct{}{},
-		inflight:   semaphore.NewWeighted(max(cfg.MaxInflightBytes, int64(cfg.MaxRequestBytes))), ownTurn: ownTurnKeys(),
+		inflight: semaphore.NewWeighted(max(cfg.MaxInflightBytes, int64(cfg.MaxRequestBytes))), ownTurn: ownTurnKeys(),
 		limits:     newConnLimits(max(cfg.MaxConnections, 0), max(cfg.MaxConnectionsPerIP, 0)),
 		clientErrs: limitedlog.New(time.Second)}
 }
