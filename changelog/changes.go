@@ -162,13 +162,26 @@ func filterPartition(recs []Record, p int32) []int32 {
 	return out
 }
 
+// The fixed heap cost of what Changes holds besides buffer bytes, as
+// measured with the Go heap (derive's TestSizeBytesOfSmallSnapshots): each
+// record batch has an arrow schema with its fields and metadata, and each
+// column an array, its ArrayData and buffer headers. A streaming table's
+// snapshot of a few rows is mostly this: counting buffers alone put the
+// estimate of such snapshots at a fifth of their heap.
+const (
+	changesOverheadBytes = 1024
+	batchOverheadBytes   = 2560
+	columnOverheadBytes  = 128
+)
+
 // SizeBytes estimates the memory held, for cache accounting.
 func (c *Changes) SizeBytes() int64 {
-	n := int64(cap(c.Records)) * int64(unsafe.Sizeof(Record{}))
+	n := int64(changesOverheadBytes) + int64(cap(c.Records))*int64(unsafe.Sizeof(Record{}))
 	for _, recs := range c.byPartition {
 		n += int64(cap(recs)) * 4
 	}
 	for _, b := range c.Batches {
+		n += batchOverheadBytes + b.NumCols()*columnOverheadBytes
 		for _, col := range b.Columns() {
 			for _, buf := range col.Data().Buffers() {
 				if buf != nil {

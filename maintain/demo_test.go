@@ -58,6 +58,9 @@ func TestDemoStaysBounded(t *testing.T) {
 	expected := map[int64]map[int64]quickstart.Order{} // by snapshot id
 	var peak []dirStats
 	compactions, merges := 0, 0
+	// One cache across the passes, as serve's background loop keeps: what
+	// a pass remembers of a manifest must still hold at the next.
+	manifests := maintain.NewManifestCache(maintain.DefaultManifestCacheBytes)
 	for i := 1; i <= commits; i++ {
 		id, err := d.Step(ctx)
 		if err != nil {
@@ -67,7 +70,7 @@ func TestDemoStaysBounded(t *testing.T) {
 		if i%every != 0 {
 			continue
 		}
-		rep, err := maintain.Run(ctx, cat, ident, maintain.Options{Log: log})
+		rep, err := maintain.Run(ctx, cat, ident, maintain.Options{Log: log, Manifests: manifests})
 		if err != nil {
 			t.Fatalf("maintenance after step %d: %v", i, err)
 		}

@@ -8,8 +8,9 @@
 // the writers' commit cost grows with the history. Run keeps the snapshots,
 // the metadata files, the manifest list and the data files bounded.
 //
-// It may import lake/, changelog/ (IsLSMTable and the table property names only)
-// and iceberg-go; it must not import protocol/, fetch/, topics/ or state/.
+// It may import lake/, changelog/ (IsLSMTable and the table property names only),
+// internal/sizedlru (its ManifestCache) and iceberg-go; it must not import
+// protocol/, fetch/, topics/ or state/.
 // Consumers' pins and lakegw LSM changelog retention come in through
 // Options.Pin and Options.Retention, so the pass knows no group or offset.
 package maintain

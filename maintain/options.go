@@ -96,6 +96,10 @@ type Options struct {
 	CompactDataFiles   int
 	CompactDeleteFiles int
 	CommitAttempts     int
+	// Manifests remembers the manifest lists and manifests read by earlier
+	// passes (nil: this pass reads every one it needs). A background loop
+	// passes the same cache to every pass.
+	Manifests *ManifestCache
 	// BeforeCompactionCommit, when set, runs between a compaction's
 	// rewrite and its commit: tests race another writer against that
 	// commit with it.
@@ -110,6 +114,11 @@ func (o Options) withDefaults(ident table.Identifier) Options {
 	setDefault(&o.CompactDataFiles, DefaultCompactDataFiles)
 	setDefault(&o.CompactDeleteFiles, DefaultCompactDeleteFiles)
 	setDefault(&o.CommitAttempts, DefaultCommitAttempts)
+	if o.Manifests == nil {
+		// Within one pass the dry run and the real listing, and the
+		// snapshots sharing a manifest, still read each file once.
+		o.Manifests = NewManifestCache(DefaultManifestCacheBytes)
+	}
 	return o
 }
 

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/apache/iceberg-go"
-	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 )
 
@@ -15,9 +13,10 @@ import (
 // manifests count as references: a file a retained snapshot records as
 // DELETED is live in no retained snapshot.
 //
-// It reads every manifest of after once (as iceberg-go's own post-commit
-// cleanup does) and the manifests only expired snapshots had.
-func unreferencedFiles(ctx context.Context, before, after *table.Table, expired []table.Snapshot) ([]string, error) {
+// It needs every manifest of after (as iceberg-go's own post-commit
+// cleanup does) and the manifests only expired snapshots had; cache says
+// what those it read before hold, so a pass reads only what is new.
+func unreferencedFiles(ctx context.Context, cache *ManifestCache, before, after *table.Table, expired []table.Snapshot) ([]string, error) {
 	fsys, err := before.FS(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("file IO: %w", err)
@@ -26,17 +25,21 @@ func unreferencedFiles(ctx context.Context, before, after *table.Table, expired 
 	liveManifests := make(map[string]bool)
 	for _, s := range after.Metadata().Snapshots() {
 		live[s.ManifestList] = true
-		mans, err := s.Manifests(fsys)
+		mans, err := cache.manifests(fsys, s)
 		if err != nil {
-			return nil, fmt.Errorf("manifest list of retained snapshot %d: %w", s.SnapshotID, err)
+			return nil, fmt.Errorf("retained snapshot: %w", err)
 		}
 		for _, m := range mans {
 			if liveManifests[m.FilePath()] {
 				continue
 			}
 			liveManifests[m.FilePath()] = true
-			if err := eachEntryPath(fsys, m, true, func(p string) { live[p] = true }); err != nil {
+			paths, err := cache.entryPaths(fsys, m, true)
+			if err != nil {
 				return nil, err
+			}
+			for _, p := range paths {
+				live[p] = true
 			}
 		}
 	}
@@ -59,17 +62,21 @@ func unreferencedFiles(ctx context.Context, before, after *table.Table, expired 
 	for _, s := range expired {
 		expiredIDs[s.SnapshotID] = true
 		add(s.ManifestList)
-		mans, err := s.Manifests(fsys)
+		mans, err := cache.manifests(fsys, s)
 		if err != nil {
-			return nil, fmt.Errorf("manifest list of expired snapshot %d: %w", s.SnapshotID, err)
+			return nil, fmt.Errorf("expired snapshot: %w", err)
 		}
 		for _, m := range mans {
 			if liveManifests[m.FilePath()] || seen[m.FilePath()] {
 				continue
 			}
 			add(m.FilePath())
-			if err := eachEntryPath(fsys, m, false, add); err != nil {
+			paths, err := cache.entryPaths(fsys, m, false)
+			if err != nil {
 				return nil, err
+			}
+			for _, p := range paths {
+				add(p)
 			}
 		}
 	}
@@ -84,20 +91,4 @@ func unreferencedFiles(ctx context.Context, before, after *table.Table, expired 
 		}
 	}
 	return out, nil
-}
-
-// eachEntryPath calls fn with the path of every file a manifest lists;
-// with live, only live entries, plus the data file each deletion vector
-// references (a reference to keep, as iceberg-go's orphan scan counts it).
-func eachEntryPath(fsys iceio.IO, m iceberg.ManifestFile, live bool, fn func(string)) error {
-	for entry, err := range m.Entries(fsys, live) {
-		if err != nil {
-			return fmt.Errorf("manifest %s: %w", m.FilePath(), err)
-		}
-		fn(entry.DataFile().FilePath())
-		if ref := entry.DataFile().ReferencedDataFile(); live && ref != nil {
-			fn(*ref)
-		}
-	}
-	return nil
 }

@@ -72,6 +72,8 @@ func runMaintainer(ctx context.Context, cat catalog.Catalog, reg *topics.Registr
 	// once an hour per table is plenty for files a day past their grace.
 	// One entry per served table lakegw maintains.
 	lastOrphans := map[string]time.Time{}
+	// One cache for every table: manifest paths are unique across tables.
+	manifests := maintain.NewManifestCache(maintain.DefaultManifestCacheBytes)
 	for {
 		select {
 		case <-ctx.Done():
@@ -88,7 +90,7 @@ func runMaintainer(ctx context.Context, cat catalog.Catalog, reg *topics.Registr
 			}
 			done[key] = true
 			opts := maintain.Options{Log: log, Topic: t.Name, Pin: tablePins(reg, t.Ident, pins), Retention: retentionFor(cat, tbl, log),
-				SkipOrphans: time.Since(lastOrphans[key]) < orphanEvery}
+				SkipOrphans: time.Since(lastOrphans[key]) < orphanEvery, Manifests: manifests}
 			rep, err := maintain.Run(ctx, cat, t.Ident, opts)
 			if err != nil {
 				if ctx.Err() == nil {

@@ -1,0 +1,17 @@
+package maintain
+
+import (
+	"github.com/apache/iceberg-go"
+	iceio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+)
+
+// For the external tests, which need quickstart (which imports maintain).
+
+func (c *ManifestCache) Manifests(fsys iceio.IO, s table.Snapshot) ([]iceberg.ManifestFile, error) {
+	return c.manifests(fsys, s)
+}
+
+func (c *ManifestCache) EntryPaths(fsys iceio.IO, m iceberg.ManifestFile, live bool) ([]string, error) {
+	return c.entryPaths(fsys, m, live)
+}
