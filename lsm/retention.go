@@ -296,6 +296,14 @@ func chainLog(meta table.Metadata, props map[string]string, buckets int, old *ch
 	if err != nil || len(hist) == 0 {
 		return next, false, err
 	}
+	if slices.ContainsFunc(hist, func(r changelog.SnapshotRef) bool { return r.SnapshotID == start }) {
+		// The main branch still holds the oldest checkpoint: it keeps
+		// more than the changelog retention does (a slow writer under
+		// history.expire.min-snapshots-to-keep), and nothing needs to be
+		// logged. The walk below would pass the checkpoint's ancestors by
+		// and call the chain broken.
+		return next, false, nil
+	}
 	known := map[int64]*table.Snapshot{}
 	for i := range expired {
 		known[expired[i].SnapshotID] = &expired[i]

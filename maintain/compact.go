@@ -122,15 +122,15 @@ func (c *compaction) attempt(ctx context.Context) (done bool, err error) {
 	if err != nil {
 		return true, fmt.Errorf("plan files: %w", err)
 	}
-	var size int64
-	rep.DataFilesBefore, rep.DeleteFilesBefore, size = countFiles(tasks)
+	rep.DataFilesBefore, rep.DeleteFilesBefore, _ = countFiles(tasks)
 	if rep.DataFilesBefore <= c.opts.CompactDataFiles && rep.DeleteFilesBefore <= c.opts.CompactDeleteFiles {
 		rep.Skipped = fmt.Sprintf("%d data and %d delete files, thresholds %d and %d",
 			rep.DataFilesBefore, rep.DeleteFilesBefore, c.opts.CompactDataFiles, c.opts.CompactDeleteFiles)
 		return true, nil
 	}
+	group := boundedGroup(tasks, c.opts.MaxCompactFiles)
 	if c.opts.DryRun {
-		rep.DataFilesRewritten, rep.DeleteFilesRemoved = rep.DataFilesBefore, rep.DeleteFilesBefore
+		rep.DataFilesRewritten, rep.DeleteFilesRemoved, _ = countFiles(group)
 		return true, nil
 	}
 	if !c.leased {
@@ -146,10 +146,14 @@ func (c *compaction) attempt(ctx context.Context) (done bool, err error) {
 		if _, err := lake.RemoveFiles(ctx, tbl, c.uncommitted()); err != nil {
 			return true, fmt.Errorf("remove the files of a superseded rewrite: %w", err)
 		}
-		gr, err := table.ExecuteCompactionGroup(ctx, tbl, table.CompactionTaskGroup{Tasks: tasks, TotalSizeBytes: size})
+		// A rewrite whose inputs are all still planned as they were is
+		// reused above, even where a fresh pick would differ.
+		_, _, size := countFiles(group)
+		gr, err := table.ExecuteCompactionGroup(ctx, tbl, table.CompactionTaskGroup{Tasks: group, TotalSizeBytes: size})
 		if err != nil {
 			return true, fmt.Errorf("rewrite data files: %w", err)
 		}
+		gr.SafePosDeletes = safeForGroup(gr.SafePosDeletes, tasks, group)
 		c.result, c.inputs = &gr, inputsKey(tasks, gr.OldDataFiles)
 		rep.Rewrites++
 	}
@@ -240,4 +244,52 @@ func countFiles(tasks []table.FileScanTask) (data, deletes int, size int64) {
 		}
 	}
 	return len(seenData), len(seenDel), size
+}
+
+// boundedGroup picks at most max of the planned tasks (one per data file)
+// for one rewrite, those with the most delete files first: a rewrite's
+// time must not grow with what accumulated before it. A table that fell
+// behind (a burst of commits, passes that lost their races) otherwise
+// needs ever longer rewrites, while the pass, and the expiry of every
+// table after it, waits: a 4,000-commit soak's demo table reached 419 data
+// and 1,628 delete files, and its rewrite held the maintenance loop for
+// minutes. What is left is compacted by the next passes.
+func boundedGroup(tasks []table.FileScanTask, max int) []table.FileScanTask {
+	if len(tasks) <= max {
+		return tasks
+	}
+	deletes := func(t table.FileScanTask) int {
+		return len(t.DeleteFiles) + len(t.EqualityDeleteFiles) + len(t.DeletionVectorFiles)
+	}
+	out := slices.Clone(tasks)
+	slices.SortStableFunc(out, func(a, b table.FileScanTask) int { return deletes(b) - deletes(a) })
+	return out[:max]
+}
+
+// safeForGroup keeps the position delete files that apply to no data file
+// outside the rewritten group. iceberg-go calls every delete file of the
+// group's tasks safe to remove, which holds only when the group is the
+// whole table: a delete file that also applies to a file left as it is
+// must stay, or the rows it deletes there come back.
+func safeForGroup(safe []iceberg.DataFile, all, group []table.FileScanTask) []iceberg.DataFile {
+	inGroup := make(map[string]bool, len(group))
+	for _, t := range group {
+		inGroup[t.File.FilePath()] = true
+	}
+	elsewhere := make(map[string]bool)
+	for _, t := range all {
+		if inGroup[t.File.FilePath()] {
+			continue
+		}
+		for _, d := range t.DeleteFiles {
+			elsewhere[d.FilePath()] = true
+		}
+	}
+	out := safe[:0:0]
+	for _, d := range safe {
+		if !elsewhere[d.FilePath()] {
+			out = append(out, d)
+		}
+	}
+	return out
 }

@@ -30,18 +30,9 @@ func (p *pass) expire(ctx context.Context, rep *ExpiryReport) error {
 	// the metadata file every commit rewrites.
 	var changelogPin *PinReport
 	if p.opts.Retention != nil && !p.opts.DryRun {
-		tbl, err := p.cat.LoadTable(ctx, p.ident)
-		if err != nil {
-			return fmt.Errorf("snapshot expiry: load %s: %w", p.name, err)
-		}
-		now := time.Now()
-		var holdFromMs int64
-		if changelog.IsLSMTable(tbl.Properties()) {
-			pin, hold := p.changelogHold(ctx, retentionOf(tbl.Properties(), p.opts), now)
-			changelogPin, holdFromMs = &pin, hold
-		}
-		if err := p.opts.Retention.BeforeExpire(ctx, tbl, now, holdFromMs); err != nil {
-			return fmt.Errorf("retention hook before expiry of %s: %w", p.name, err)
+		var err error
+		if changelogPin, err = p.beforeExpire(ctx); err != nil {
+			return err
 		}
 	}
 	var expired []table.Snapshot
@@ -74,7 +65,7 @@ func (p *pass) expire(ctx context.Context, rep *ExpiryReport) error {
 		}
 		if p.opts.DryRun {
 			// What would be removed, from the staged metadata.
-			files, err := unreferencedFiles(ctx, tbl, staged.Table, expired)
+			files, err := unreferencedFiles(ctx, p.opts.Manifests, tbl, staged.Table, expired)
 			rep.FilesRemoved = len(files)
 			return true, err
 		}
@@ -90,7 +81,7 @@ func (p *pass) expire(ctx context.Context, rep *ExpiryReport) error {
 			return fmt.Errorf("retention hook after expiry commit of %s: %w", p.name, err)
 		}
 	}
-	files, err := unreferencedFiles(ctx, base, committed, expired)
+	files, err := unreferencedFiles(ctx, p.opts.Manifests, base, committed, expired)
 	if err != nil {
 		return fmt.Errorf("files of expired snapshots of %s: %w", p.name, err)
 	}
@@ -100,6 +91,38 @@ func (p *pass) expire(ctx context.Context, rep *ExpiryReport) error {
 		return fmt.Errorf("remove files of expired snapshots of %s: %w", p.name, err)
 	}
 	return nil
+}
+
+// beforeExpire runs the Retention hook's BeforeExpire on the table as it
+// is now. The hook commits on its own (checkpoint tags), so a writer
+// committing meanwhile makes it conflict: it runs again on the new table
+// state, as many times as a step's commit is tried. A pass that failed
+// here would expire nothing, and a busy table's expiry would fall behind.
+func (p *pass) beforeExpire(ctx context.Context) (*PinReport, error) {
+	var lastErr error
+	for attempt := 1; attempt <= p.opts.CommitAttempts; attempt++ {
+		tbl, err := p.cat.LoadTable(ctx, p.ident)
+		if err != nil {
+			return nil, fmt.Errorf("snapshot expiry: load %s: %w", p.name, err)
+		}
+		now := time.Now()
+		var changelogPin *PinReport
+		var holdFromMs int64
+		if changelog.IsLSMTable(tbl.Properties()) {
+			pin, hold := p.changelogHold(ctx, retentionOf(tbl.Properties(), p.opts), now)
+			changelogPin, holdFromMs = &pin, hold
+		}
+		err = p.opts.Retention.BeforeExpire(ctx, tbl, now, holdFromMs)
+		if err == nil {
+			return changelogPin, nil
+		}
+		if !lake.IsCommitConflict(err) {
+			return nil, fmt.Errorf("retention hook before expiry of %s: %w", p.name, err)
+		}
+		lastErr = err
+		p.log.Debug().Err(err).Int("attempt", attempt).Msg("retention hook commit conflicted; reloading")
+	}
+	return nil, fmt.Errorf("retention hook before expiry of %s: %w after %d conflicting commits: %w", p.name, errStarved, p.opts.CommitAttempts, lastErr)
 }
 
 // pinnedAge is the snapshot age to keep: the table's own, stretched back to

@@ -2,11 +2,14 @@ package maintain_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/lakegw/lakegw/lsm"
 	"github.com/lakegw/lakegw/maintain"
 	"github.com/lakegw/lakegw/quickstart"
 )
@@ -60,4 +63,45 @@ func TestExpiryIsNotStarvedByAWriter(t *testing.T) {
 		t.Fatal(err)
 	}
 	requireSameOrders(t, "after an expiry a writer raced", live, d.Expected())
+}
+
+// conflictingCatalog refuses its first conflicts commits as the SQL
+// catalog refuses one that lost a race with another writer's (its compare
+// and swap of the metadata location failed), and passes the rest on.
+type conflictingCatalog struct {
+	catalog.Catalog
+	conflicts int
+	refused   int
+}
+
+func (c *conflictingCatalog) CommitTable(ctx context.Context, ident table.Identifier, reqs []table.Requirement, updates []table.Update) (table.Metadata, string, error) {
+	if c.refused < c.conflicts {
+		c.refused++
+		return nil, "", fmt.Errorf("%w: table %v metadata-location moved underneath us", table.ErrCommitFailed, ident)
+	}
+	return c.Catalog.CommitTable(ctx, ident, reqs, updates)
+}
+
+// A writer committing while the changelog checkpoints are committed makes
+// the pass commit them again on the new head, not fail: a busy LSM table's
+// passes failed there one in four (a 4,000-commit soak), and what they did
+// not expire the next pass had more of.
+func TestCheckpointCommitRetriesAWriterConflict(t *testing.T) {
+	ctx := context.Background()
+	cat, ident, tb, log := newLSM(t, "raced", 1)
+	writeLSM(t, tb, 30)
+	racing := &conflictingCatalog{Catalog: cat, conflicts: 2}
+	rep, err := maintain.Run(ctx, cat, ident, maintain.Options{Log: log, Retention: lsm.NewRetention(racing, log), SkipOrphans: true})
+	if err != nil {
+		t.Fatalf("pass with two conflicting checkpoint commits: %v", err)
+	}
+	if racing.refused != 2 {
+		t.Fatalf("%d checkpoint commits refused, want 2: the test proves nothing", racing.refused)
+	}
+	if rep.Expiry.Expired == 0 {
+		t.Fatalf("nothing expired after the retried checkpoint commit: %+v", rep.Expiry)
+	}
+	if oldestCheckpointMs(loadTable(t, cat, ident)) == 0 {
+		t.Fatal("no changelog checkpoint committed")
+	}
 }

@@ -42,6 +42,9 @@ const (
 	// small-file compaction of a merge-on-read table.
 	DefaultCompactDataFiles   = 32
 	DefaultCompactDeleteFiles = 32
+	// DefaultMaxCompactFiles bounds the data files of one rewrite: a
+	// table that fell behind is compacted over several passes.
+	DefaultMaxCompactFiles = 128
 	// DefaultCommitAttempts bounds the reload-and-retry loop of each
 	// commit of the pass.
 	DefaultCommitAttempts = 8
@@ -95,7 +98,9 @@ type Options struct {
 	MaxManifests       int
 	CompactDataFiles   int
 	CompactDeleteFiles int
-	CommitAttempts     int
+	// MaxCompactFiles overrides DefaultMaxCompactFiles.
+	MaxCompactFiles int
+	CommitAttempts  int
 	// Manifests remembers the manifest lists and manifests read by earlier
 	// passes (nil: this pass reads every one it needs). A background loop
 	// passes the same cache to every pass.
@@ -113,6 +118,7 @@ func (o Options) withDefaults(ident table.Identifier) Options {
 	setDefault(&o.MaxManifests, DefaultMaxManifests)
 	setDefault(&o.CompactDataFiles, DefaultCompactDataFiles)
 	setDefault(&o.CompactDeleteFiles, DefaultCompactDeleteFiles)
+	setDefault(&o.MaxCompactFiles, DefaultMaxCompactFiles)
 	setDefault(&o.CommitAttempts, DefaultCommitAttempts)
 	if o.Manifests == nil {
 		// Within one pass the dry run and the real listing, and the

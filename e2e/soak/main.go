@@ -55,22 +55,23 @@ type config struct {
 	keys      int
 	maintain  bool
 	// maintainInterval, expireAge and keepSnapshots apply with maintain.
-	maintainInterval   time.Duration
-	expireAge          time.Duration
-	changelogRetention time.Duration
-	maxPin             time.Duration
-	keepSnapshots      int
-	foreignExpireEvery int
-	foreignRetain      int
-	foreignLive        int
-	serveFlags         []string
-	out                string
-	work               string
-	keep               bool
-	gatewayLog         string
-	lakegwBin          string
-	maxDisk            int64
-	timeout            time.Duration
+	maintainInterval    time.Duration
+	expireAge           time.Duration
+	changelogRetention  time.Duration
+	maxPin              time.Duration
+	keepSnapshots       int
+	foreignExpireEvery  int
+	foreignCompactEvery int
+	foreignRetain       int
+	foreignLive         int
+	serveFlags          []string
+	out                 string
+	work                string
+	keep                bool
+	gatewayLog          string
+	lakegwBin           string
+	maxDisk             int64
+	timeout             time.Duration
 }
 
 // window is the number of commits per writer compared at the start and at
@@ -89,6 +90,7 @@ func main() {
 	flag.DurationVar(&c.changelogRetention, "changelog-retention", 30*time.Second, "with -maintain: lakegw.retention.ms of soak.pk, the changes its topic keeps past snapshot expiry")
 	flag.DurationVar(&c.maxPin, "max-pin", time.Minute, "with -maintain: lakegw.consumer.max-pin of demo.orders and soak.pk, how far back the stopped group's offsets hold history (the soak's compressed stand-in for a day)")
 	flag.IntVar(&c.foreignExpireEvery, "foreign-expire-every", 0, "soak.foreign expires its snapshots every this many commits (default commits/6, at most 500)")
+	flag.IntVar(&c.foreignCompactEvery, "foreign-compact-every", 200, "soak.foreign rewrites its live rows into one data file every this many commits, as a scheduled rewrite_data_files keeps a table's files few (0: never)")
 	flag.IntVar(&c.foreignRetain, "foreign-retain", 20, "snapshots soak.foreign keeps when it expires")
 	flag.IntVar(&c.foreignLive, "foreign-live", 2000, "soak.foreign's steady live rows: above them its deletes remove what its appends add")
 	flag.Func("serve-flag", "extra lakegw serve flag --name=value (repeatable)", func(s string) error {

@@ -79,6 +79,9 @@ func run(ctx context.Context, c config) (*results, error) {
 		if w.expiries > 0 {
 			res.Notes = append(res.Notes, fmt.Sprintf("%s expired its own snapshots %d times (keeping %d)", w.topic, w.expiries, c.foreignRetain))
 		}
+		if w.compactions > 0 {
+			res.Notes = append(res.Notes, fmt.Sprintf("%s compacted its data files %d times", w.topic, w.compactions))
+		}
 	}
 
 	oracle := map[string]map[string]string{}

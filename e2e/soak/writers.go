@@ -53,8 +53,9 @@ type writer struct {
 	finished atomic.Bool
 	// foreign marks the writer that is not lakegw's; expiries counts its
 	// own expire_snapshots commits.
-	foreign  bool
-	expiries int
+	foreign     bool
+	expiries    int
+	compactions int
 }
 
 // run commits n snapshots.
@@ -207,6 +208,12 @@ func newForeignWriter(ctx context.Context, cat catalog.Catalog, c config) (*writ
 				return fmt.Errorf("append: %w", err)
 			}
 		}
+		if c.foreignCompactEvery > 0 && step%c.foreignCompactEvery == 0 {
+			if err := compactForeign(ctx, cat); err != nil {
+				return fmt.Errorf("compact: %w", err)
+			}
+			w.compactions++
+		}
 		if c.foreignExpireEvery > 0 && step%c.foreignExpireEvery == 0 {
 			if err := commitRetry(ctx, cat, foreignIdent, func(tx *table.Transaction) error {
 				return tx.ExpireSnapshots(table.WithRetainLast(c.foreignRetain), table.WithOlderThan(0))
@@ -218,6 +225,38 @@ func newForeignWriter(ctx context.Context, cat catalog.Catalog, c config) (*writ
 		return nil
 	}
 	return w, nil
+}
+
+// compactForeign rewrites soak.foreign's live rows into one data file, as
+// a scheduled rewrite_data_files keeps a well-kept table: its appends add a
+// file each and its copy-on-write deletes rewrite files into smaller ones,
+// so without it the live files grow towards one per live row (900 after
+// 2,400 commits), and every snapshot's merged manifest, which the gateway
+// reads to derive it, grows with them. The result is a replace snapshot,
+// which yields no change records.
+func compactForeign(ctx context.Context, cat catalog.Catalog) error {
+	return commitRetry(ctx, cat, foreignIdent, func(tx *table.Transaction) error {
+		tbl, err := tx.StagedTable()
+		if err != nil {
+			return err
+		}
+		tasks, err := tbl.Scan().PlanFiles(ctx)
+		if err != nil {
+			return fmt.Errorf("plan files: %w", err)
+		}
+		if len(tasks) < 2 {
+			return nil
+		}
+		var size int64
+		for _, t := range tasks {
+			size += t.File.FileSizeBytes()
+		}
+		gr, err := table.ExecuteCompactionGroup(ctx, tbl.Table, table.CompactionTaskGroup{Tasks: tasks, TotalSizeBytes: size})
+		if err != nil {
+			return fmt.Errorf("rewrite data files: %w", err)
+		}
+		return tx.NewRewrite(nil).ApplyResult(gr).Commit(ctx)
+	})
 }
 
 // foreignAppendRows is the number of rows of each append to soak.foreign.
