@@ -130,7 +130,8 @@ func (c *compaction) attempt(ctx context.Context) (done bool, err error) {
 	}
 	group := boundedGroup(tasks, c.opts.MaxCompactFiles)
 	if c.opts.DryRun {
-		rep.DataFilesRewritten, rep.DeleteFilesRemoved, _ = countFiles(group)
+		rep.DataFilesRewritten, _, _ = countFiles(group)
+		rep.DeleteFilesRemoved = len(safeForGroup(table.CollectSafePositionDeletes(group), tasks, group))
 		return true, nil
 	}
 	if !c.leased {
@@ -246,24 +247,44 @@ func countFiles(tasks []table.FileScanTask) (data, deletes int, size int64) {
 	return len(seenData), len(seenDel), size
 }
 
-// boundedGroup picks at most max of the planned tasks (one per data file)
-// for one rewrite, those with the most delete files first: a rewrite's
-// time must not grow with what accumulated before it. A table that fell
-// behind (a burst of commits, passes that lost their races) otherwise
-// needs ever longer rewrites, while the pass, and the expiry of every
-// table after it, waits: a 4,000-commit soak's demo table reached 419 data
-// and 1,628 delete files, and its rewrite held the maintenance loop for
-// minutes. What is left is compacted by the next passes.
-func boundedGroup(tasks []table.FileScanTask, max int) []table.FileScanTask {
-	if len(tasks) <= max {
+// boundedGroup picks the tasks of at most maxFiles of the planned data
+// files for one rewrite, the files with the most delete files first: a
+// rewrite's time must not grow with what accumulated before it. A table
+// that fell behind (a burst of commits, passes that lost their races)
+// otherwise needs ever longer rewrites, while the pass, and the expiry of
+// every table after it, waits: a 4,000-commit soak's demo table reached
+// 419 data and 1,628 delete files, and its rewrite held the maintenance
+// loop for minutes. What is left is compacted by the next passes.
+//
+// A file larger than read.split.target-size is planned as several tasks,
+// one per byte range: a file is picked with every one of them, since the
+// rewrite replaces the whole file with the rows of the ranges it read.
+func boundedGroup(tasks []table.FileScanTask, maxFiles int) []table.FileScanTask {
+	type file struct {
+		tasks   []table.FileScanTask
+		deletes int
+	}
+	var files []*file
+	byPath := map[string]*file{}
+	for _, t := range tasks {
+		f := byPath[t.File.FilePath()]
+		if f == nil {
+			f = &file{}
+			byPath[t.File.FilePath()] = f
+			files = append(files, f)
+		}
+		f.tasks = append(f.tasks, t)
+		f.deletes = max(f.deletes, len(t.DeleteFiles)+len(t.EqualityDeleteFiles)+len(t.DeletionVectorFiles))
+	}
+	if len(files) <= maxFiles {
 		return tasks
 	}
-	deletes := func(t table.FileScanTask) int {
-		return len(t.DeleteFiles) + len(t.EqualityDeleteFiles) + len(t.DeletionVectorFiles)
+	slices.SortStableFunc(files, func(a, b *file) int { return b.deletes - a.deletes })
+	var out []table.FileScanTask
+	for _, f := range files[:max(maxFiles, 1)] {
+		out = append(out, f.tasks...)
 	}
-	out := slices.Clone(tasks)
-	slices.SortStableFunc(out, func(a, b table.FileScanTask) int { return deletes(b) - deletes(a) })
-	return out[:max]
+	return out
 }
 
 // safeForGroup keeps the position delete files that apply to no data file

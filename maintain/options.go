@@ -98,7 +98,7 @@ type Options struct {
 	MaxManifests       int
 	CompactDataFiles   int
 	CompactDeleteFiles int
-	// MaxCompactFiles overrides DefaultMaxCompactFiles.
+	// MaxCompactFiles overrides DefaultMaxCompactFiles; below 1 it is 1.
 	MaxCompactFiles int
 	CommitAttempts  int
 	// Manifests remembers the manifest lists and manifests read by earlier
