@@ -19,6 +19,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/lakegw/lakegw/changelog"
+	"github.com/lakegw/lakegw/lake"
 	"github.com/lakegw/lakegw/lsm"
 	"github.com/lakegw/lakegw/quickstart"
 )
@@ -235,9 +236,10 @@ func newForeignWriter(ctx context.Context, cat catalog.Catalog, c config) (*writ
 // reads to derive it, grows with them. The result is a replace snapshot,
 // which yields no change records.
 func compactForeign(ctx context.Context, cat catalog.Catalog) error {
-	return commitRetry(ctx, cat, foreignIdent, func(tx *table.Transaction) error {
-		tbl, err := tx.StagedTable()
-		if err != nil {
+	var err error
+	for range 5 {
+		var tbl *table.Table
+		if tbl, err = cat.LoadTable(ctx, foreignIdent); err != nil {
 			return err
 		}
 		tasks, err := tbl.Scan().PlanFiles(ctx)
@@ -251,12 +253,29 @@ func compactForeign(ctx context.Context, cat catalog.Catalog) error {
 		for _, t := range tasks {
 			size += t.File.FileSizeBytes()
 		}
-		gr, err := table.ExecuteCompactionGroup(ctx, tbl.Table, table.CompactionTaskGroup{Tasks: tasks, TotalSizeBytes: size})
+		gr, err := table.ExecuteCompactionGroup(ctx, tbl, table.CompactionTaskGroup{Tasks: tasks, TotalSizeBytes: size})
 		if err != nil {
 			return fmt.Errorf("rewrite data files: %w", err)
 		}
-		return tx.NewRewrite(nil).ApplyResult(gr).Commit(ctx)
-	})
+		tx := tbl.NewTransaction()
+		if err := tx.NewRewrite(nil).ApplyResult(gr).Commit(ctx); err != nil {
+			return fmt.Errorf("stage rewrite: %w", err)
+		}
+		_, err = tx.Commit(ctx)
+		if err == nil || !strings.Contains(err.Error(), "has changed") {
+			return err
+		}
+		// Lost the race with the soak's other writer of it (the
+		// gateway does not maintain it): the rewrite's files go.
+		var written []string
+		for _, f := range gr.NewDataFiles {
+			written = append(written, f.FilePath())
+		}
+		if _, rerr := lake.RemoveFiles(ctx, tbl, written); rerr != nil {
+			return fmt.Errorf("remove the files of a lost rewrite: %w", rerr)
+		}
+	}
+	return err
 }
 
 // foreignAppendRows is the number of rows of each append to soak.foreign.
