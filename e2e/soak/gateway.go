@@ -61,12 +61,19 @@ func startGateway(ctx context.Context, c config, dataDir string) (*procs.Proc, e
 	return p, nil
 }
 
-// dirBytes is the size of every regular file under dir. Files removed
-// while it walks (maintenance, the writers' retries) are skipped.
-func dirBytes(dir string) int64 {
+// dirBytes is the size of every regular file under dir but outside the
+// directories in skip. Files removed while it walks (maintenance, the
+// writers' retries) are skipped.
+func dirBytes(dir string, skip map[string]bool) int64 {
 	var n int64
-	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
+	_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if d.IsDir() {
+			if skip[path] {
+				return filepath.SkipDir
+			}
 			return nil
 		}
 		if info, err := d.Info(); err == nil {

@@ -72,6 +72,7 @@ type config struct {
 	lakegwBin           string
 	maxDisk             int64
 	timeout             time.Duration
+	debugListen         string
 }
 
 // window is the number of commits per writer compared at the start and at
@@ -107,7 +108,14 @@ func main() {
 	flag.StringVar(&c.lakegwBin, "lakegw", "", "lakegw binary (default: go build ./cmd/lakegw into the work directory)")
 	flag.Int64Var(&c.maxDisk, "max-disk", 20<<30, "stop when the data directory exceeds this many bytes (0: no limit)")
 	flag.DurationVar(&c.timeout, "timeout", 3*time.Hour, "stop after this long")
+	flag.StringVar(&c.debugListen, "debug-listen", "", "serve this process's pprof profiles (the writers') on this address, as serve's --debug-listen does the gateway's")
 	flag.Parse()
+	if c.debugListen != "" {
+		if err := serveDebug(c.debugListen); err != nil {
+			fmt.Fprintf(os.Stderr, "soak: debug listener: %v\n", err)
+			os.Exit(2)
+		}
+	}
 	if c.foreignExpireEvery <= 0 {
 		// A fixed pace in a long run, as a foreign table's scheduled
 		// expiry: its history, and so its metadata.json, stays bounded.
