@@ -73,10 +73,18 @@ func ReadPositionDeletes(ctx context.Context, fs icebergio.IO, path string) (_ m
 	}
 	var pos []int64
 	var defs []int16
-	vals := make([]parquet.ByteArray, 4096)
+	// Paths are read in batches of at most pathBatch, sized to the row
+	// group: a streaming table's delete files hold a few rows each, and a
+	// full batch per file was most of what deriving its snapshots
+	// allocated.
+	const pathBatch = 4096
+	var vals []parquet.ByteArray
 	for g := range pf.NumRowGroups() {
 		rg := pf.RowGroup(g)
 		n := rg.NumRows()
+		if want := min(n, pathBatch); int64(len(vals)) < want {
+			vals = make([]parquet.ByteArray, want)
+		}
 		if int64(cap(pos)) < n {
 			pos = make([]int64, n)
 			defs = make([]int16, n)
