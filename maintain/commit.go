@@ -31,31 +31,42 @@ type commitFunc func(ctx context.Context, base *table.Table, tx *table.Transacti
 
 // commitStepWith is commitStep committing through commit.
 func (p *pass) commitStepWith(ctx context.Context, what string, stage stageFunc, commit commitFunc) (base, committed *table.Table, err error) {
-	var lastErr error
-	for attempt := 1; attempt <= p.opts.CommitAttempts; attempt++ {
-		base, err = p.cat.LoadTable(ctx, p.ident)
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s: load %s: %w", what, p.name, err)
+	err = p.retryConflicts(what, func() error {
+		base, committed = nil, nil
+		var err error
+		if base, err = p.cat.LoadTable(ctx, p.ident); err != nil {
+			return fmt.Errorf("%s: load %s: %w", what, p.name, err)
 		}
 		tx := base.NewTransaction()
 		ok, err := stage(ctx, base, tx)
 		if err != nil {
-			return base, nil, fmt.Errorf("%s of %s: %w", what, p.name, err)
+			return fmt.Errorf("%s of %s: %w", what, p.name, err)
 		}
 		if !ok || p.opts.DryRun {
-			return base, nil, nil
+			return nil
 		}
-		committed, err = commit(ctx, base, tx)
-		if err == nil {
-			return base, committed, nil
+		if committed, err = commit(ctx, base, tx); err != nil {
+			return fmt.Errorf("%s of %s: commit: %w", what, p.name, err)
 		}
-		if !lake.IsCommitConflict(err) {
-			return base, nil, fmt.Errorf("%s of %s: commit: %w", what, p.name, err)
+		return nil
+	})
+	return base, committed, err
+}
+
+// retryConflicts runs try again while it fails with a commit conflict (a
+// writer committed between its load and its commit), at most
+// CommitAttempts times; any other outcome is try's.
+func (p *pass) retryConflicts(what string, try func() error) error {
+	var lastErr error
+	for attempt := 1; attempt <= p.opts.CommitAttempts; attempt++ {
+		err := try()
+		if err == nil || !lake.IsCommitConflict(err) {
+			return err
 		}
 		lastErr = err
 		p.log.Debug().Err(err).Str("step", what).Int("attempt", attempt).Msg("maintenance commit conflicted; reloading")
 	}
-	return base, nil, fmt.Errorf("%s of %s: %w after %d conflicting commits: %w", what, p.name, errStarved, p.opts.CommitAttempts, lastErr)
+	return fmt.Errorf("%s of %s: %w after %d conflicting commits: %w", what, p.name, errStarved, p.opts.CommitAttempts, lastErr)
 }
 
 // errStarved means other writers committed before every attempt of a step.

@@ -108,6 +108,11 @@ func TestDemoStaysBounded(t *testing.T) {
 		if n := len(cur.Metadata().Snapshots()); n > 12 {
 			t.Errorf("after %d commits: %d snapshots retained, want at most 12 (10 + compaction + merge)", i, n)
 		}
+		// What expiry made unreachable leaves the cache with it: what it
+		// holds follows the retained history, not the whole of it.
+		if n := manifests.Lists(); n > len(cur.Metadata().Snapshots()) {
+			t.Errorf("after %d commits the manifest cache holds %d manifest lists for %d retained snapshots", i, n, len(cur.Metadata().Snapshots()))
+		}
 		if st.metadataJSON > maintain.DefaultPreviousVersionsMax+1 {
 			t.Errorf("after %d commits: %d metadata.json files, want at most %d", i, st.metadataJSON, maintain.DefaultPreviousVersionsMax+1)
 		}

@@ -99,30 +99,29 @@ func (p *pass) expire(ctx context.Context, rep *ExpiryReport) error {
 // state, as many times as a step's commit is tried. A pass that failed
 // here would expire nothing, and a busy table's expiry would fall behind.
 func (p *pass) beforeExpire(ctx context.Context) (*PinReport, error) {
-	var lastErr error
-	for attempt := 1; attempt <= p.opts.CommitAttempts; attempt++ {
+	const what = "retention hook before expiry"
+	var changelogPin *PinReport
+	err := p.retryConflicts(what, func() error {
 		tbl, err := p.cat.LoadTable(ctx, p.ident)
 		if err != nil {
-			return nil, fmt.Errorf("snapshot expiry: load %s: %w", p.name, err)
+			return fmt.Errorf("%s: load %s: %w", what, p.name, err)
 		}
 		now := time.Now()
-		var changelogPin *PinReport
+		changelogPin = nil
 		var holdFromMs int64
 		if changelog.IsLSMTable(tbl.Properties()) {
 			pin, hold := p.changelogHold(ctx, retentionOf(tbl.Properties(), p.opts), now)
 			changelogPin, holdFromMs = &pin, hold
 		}
-		err = p.opts.Retention.BeforeExpire(ctx, tbl, now, holdFromMs)
-		if err == nil {
-			return changelogPin, nil
+		if err := p.opts.Retention.BeforeExpire(ctx, tbl, now, holdFromMs); err != nil {
+			return fmt.Errorf("%s of %s: %w", what, p.name, err)
 		}
-		if !lake.IsCommitConflict(err) {
-			return nil, fmt.Errorf("retention hook before expiry of %s: %w", p.name, err)
-		}
-		lastErr = err
-		p.log.Debug().Err(err).Int("attempt", attempt).Msg("retention hook commit conflicted; reloading")
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("retention hook before expiry of %s: %w after %d conflicting commits: %w", p.name, errStarved, p.opts.CommitAttempts, lastErr)
+	return changelogPin, nil
 }
 
 // pinnedAge is the snapshot age to keep: the table's own, stretched back to

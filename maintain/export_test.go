@@ -15,3 +15,6 @@ func (c *ManifestCache) Manifests(fsys iceio.IO, s table.Snapshot) ([]iceberg.Ma
 func (c *ManifestCache) EntryPaths(fsys iceio.IO, m iceberg.ManifestFile, live bool) ([]string, error) {
 	return c.entryPaths(fsys, m, live)
 }
+
+// Lists is the number of manifest lists the cache holds.
+func (c *ManifestCache) Lists() int { return c.lists.Len() }

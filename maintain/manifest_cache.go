@@ -2,6 +2,7 @@ package maintain
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/apache/iceberg-go"
 	iceio "github.com/apache/iceberg-go/io"
@@ -41,9 +42,10 @@ func NewManifestCache(maxBytes int64) *ManifestCache {
 	}
 }
 
-// manifestFileOverhead is about what one decoded manifest list entry
-// holds besides its path (counts, sequence numbers, partition summaries).
-const manifestFileOverhead = 256
+// manifestFileOverhead is what one cached manifest list entry holds
+// besides its path: iceberg-go's manifestFile struct (counts, sequence
+// numbers, pointers) and the interface and slice slots that hold it.
+const manifestFileOverhead = 224
 
 func manifestListSize(mans []iceberg.ManifestFile) int64 {
 	n := int64(64)
@@ -66,12 +68,29 @@ func (c *ManifestCache) manifests(fsys iceio.IO, s table.Snapshot) ([]iceberg.Ma
 	if mans, ok := c.lists.Get(s.ManifestList); ok {
 		return mans, nil
 	}
-	mans, err := s.Manifests(fsys)
+	decoded, err := s.Manifests(fsys)
 	if err != nil {
 		return nil, fmt.Errorf("manifest list of snapshot %d: %w", s.SnapshotID, err)
 	}
+	mans := make([]iceberg.ManifestFile, len(decoded))
+	for i, m := range decoded {
+		mans[i] = detached(m)
+	}
 	c.lists.Add(s.ManifestList, mans)
 	return mans, nil
+}
+
+// detached is m with only what reading its entries needs, its path copied
+// out of the decoder's buffer: a decoded entry's strings share one
+// allocation with everything else the manifest list held (partition
+// summaries, bounds), so caching m itself would keep all of that alive
+// and make the cache's heap several times what it counts.
+func detached(m iceberg.ManifestFile) iceberg.ManifestFile {
+	return iceberg.NewManifestFile(m.Version(), strings.Clone(m.FilePath()), m.Length(),
+		m.PartitionSpecID(), m.SnapshotID()).
+		Content(m.ManifestContent()).
+		SequenceNum(m.SequenceNum(), m.MinSequenceNum()).
+		Build()
 }
 
 // entryPaths is the path of every file m lists; with live, only its live
@@ -87,11 +106,25 @@ func (c *ManifestCache) entryPaths(fsys iceio.IO, m iceberg.ManifestFile, live b
 		if err != nil {
 			return nil, fmt.Errorf("manifest %s: %w", m.FilePath(), err)
 		}
-		paths = append(paths, entry.DataFile().FilePath())
+		// Copied for the same reason as detached's path.
+		paths = append(paths, strings.Clone(entry.DataFile().FilePath()))
 		if ref := entry.DataFile().ReferencedDataFile(); live && ref != nil {
-			paths = append(paths, *ref)
+			paths = append(paths, strings.Clone(*ref))
 		}
 	}
 	c.entries.Add(k, paths)
 	return paths, nil
+}
+
+// forget drops what the cache holds for files an expiry has made
+// unreachable: the manifest list of an expired snapshot and the manifests
+// only expired snapshots had are never asked for again, and left in place
+// they would fill the cache with dead entries (and the heap the collector
+// scans) until evicted.
+func (c *ManifestCache) forget(manifestList string, manifests []string) {
+	c.lists.Remove(manifestList)
+	for _, m := range manifests {
+		c.entries.Remove(entriesKey{manifest: m, live: false})
+		c.entries.Remove(entriesKey{manifest: m, live: true})
+	}
 }

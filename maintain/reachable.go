@@ -66,11 +66,13 @@ func unreferencedFiles(ctx context.Context, cache *ManifestCache, before, after 
 		if err != nil {
 			return nil, fmt.Errorf("expired snapshot: %w", err)
 		}
+		var dead []string
 		for _, m := range mans {
 			if liveManifests[m.FilePath()] || seen[m.FilePath()] {
 				continue
 			}
 			add(m.FilePath())
+			dead = append(dead, m.FilePath())
 			paths, err := cache.entryPaths(fsys, m, false)
 			if err != nil {
 				return nil, err
@@ -79,6 +81,7 @@ func unreferencedFiles(ctx context.Context, cache *ManifestCache, before, after 
 				add(p)
 			}
 		}
+		cache.forget(s.ManifestList, dead)
 	}
 	for sf := range before.Metadata().Statistics() {
 		if expiredIDs[sf.SnapshotID] {
