@@ -7,23 +7,34 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// fixedOverhead is what the gateway needs besides its caches: the Go
-// runtime, connections, response buffers, catalog and state store, and the
-// snapshot being derived (the changes cache bounds those derived before).
-// A limit at or below the live heap makes the collector run without pause:
-// at 128 MiB, deriving 250,000-record snapshots spent a third of the
-// gateway's CPU in GC.
-const fixedOverhead = 192 << 20
+// workingSet is what the gateway needs besides its caches: the Go runtime,
+// connections, response buffers, catalog and state store, the snapshot
+// being derived (the changes cache bounds those derived before), and a
+// maintenance pass (a compaction's readers, the manifests it merges, the
+// table state a compacted prefix is read from).
+const workingSet = 192 << 20
+
+// gcHeadroom is the room the limit leaves the collector above the caches
+// and the working set. The caches are mostly byte slices the collector
+// does not scan, filled once and kept, so they need none; the working set
+// is what churns. A limit close to the live heap makes the collector run
+// without pause, capped at half the CPU: at 128 MiB over the caches,
+// deriving 250,000-record snapshots spent a third of the gateway's CPU in
+// GC, and a 4,000-commit soak with maintenance, whose heap reached the
+// limit once its caches were full, spent half of it there by the end.
+// Twice the working set, as GOGC=100 would give it, held that soak's GC
+// down but took its RSS to twice the first minutes'.
+const gcHeadroom = 128 << 20
 
 // setMemoryLimit tells the Go runtime how much memory the gateway is meant
-// to use (its caches plus a fixed overhead), so that the heap is collected
-// before RSS grows to twice the live data, as it would by default. An
+// to use (its caches, its working set and room to collect it), so that
+// full caches are not doubled in RSS, as GOGC=100 alone would. An
 // operator's GOMEMLIMIT wins.
 func setMemoryLimit(cacheBytes int64, log zerolog.Logger) {
 	if _, ok := os.LookupEnv("GOMEMLIMIT"); ok {
 		return
 	}
-	limit := cacheBytes + fixedOverhead
+	limit := cacheBytes + workingSet + gcHeadroom
 	debug.SetMemoryLimit(limit)
 	log.Debug().Int64("bytes", limit).Msg("memory limit set from the cache sizes")
 }
