@@ -39,8 +39,13 @@ func TestDamagedSnapshotIsRetriedAfterABackoff(t *testing.T) {
 		t.Fatal("no data file written")
 	}
 
-	// The derivation was cached by indexing: drop it and hide the file.
-	tp.changes.Remove(tp.changesKey(seg.SnapshotID, seg.Kind))
+	// The derivation was cached by indexing, which may add it after the
+	// high watermark moved: wait for it (else it lands after the removal
+	// and answers the call within the backoff), then drop it and hide the
+	// file.
+	key := tp.changesKey(seg.SnapshotID, seg.Kind)
+	waitFor(t, "the indexed snapshot's changes cached", func() bool { _, ok := tp.changes.Get(key); return ok })
+	tp.changes.Remove(key)
 	if err := os.Rename(file, file+".away"); err != nil {
 		t.Fatal(err)
 	}
