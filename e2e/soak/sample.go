@@ -46,13 +46,15 @@ func (s *sampler) run(ctx context.Context, every time.Duration, g *procs.Proc, d
 	// being measured. Only what the bounds are about is walked, and only
 	// every walkEvery ticks; the samples in between carry the last walk.
 	const walkEvery = 4
+	foreignTopic := lake.TopicName(foreignIdent)
 	skip := map[string]bool{filepath.Join(dataDir, "batch-cache"): true}
-	for topic, dir := range metaDirs {
-		if topic == lake.TopicName(foreignIdent) {
-			skip[filepath.Dir(dir)] = true
-		}
+	if dir, ok := metaDirs[foreignTopic]; ok {
+		skip[filepath.Dir(dir)] = true
 	}
-	var last sample
+	var (
+		walkedJSON             map[string]int64
+		walkedMeta, walkedDisk int64
+	)
 	for tick := 0; ; tick++ {
 		rss, _ := procs.MemStat(g.Pid())
 		x := sample{at: time.Now(), cpu: procs.CPUSeconds(g.Pid()), rss: rss, allWriting: true}
@@ -63,17 +65,18 @@ func (s *sampler) run(ctx context.Context, every time.Duration, g *procs.Proc, d
 		if tick%walkEvery == 0 {
 			// The bounds are lakegw's: its tables and its own files. The
 			// foreign table grows as its writer lets it, and the batch
-			// cache is a cache, bounded by --disk-cache-bytes.
-			last.metaJSON, last.metaDirs = map[string]int64{}, 0
+			// cache is a cache, bounded by --disk-cache-bytes. Each walk
+			// makes a new map: the samples before it keep theirs.
+			walkedJSON, walkedMeta = map[string]int64{}, 0
 			for topic, dir := range metaDirs {
-				last.metaJSON[topic] = newestMetadata(dir)
-				if !skip[filepath.Dir(dir)] {
-					last.metaDirs += dirBytes(dir, nil)
+				walkedJSON[topic] = newestMetadata(dir)
+				if topic != foreignTopic {
+					walkedMeta += dirBytes(dir, nil)
 				}
 			}
-			last.disk = dirBytes(dataDir, skip)
+			walkedDisk = dirBytes(dataDir, skip)
 		}
-		x.metaJSON, x.metaDirs, x.disk = last.metaJSON, last.metaDirs, last.disk
+		x.metaJSON, x.metaDirs, x.disk = walkedJSON, walkedMeta, walkedDisk
 		s.mu.Lock()
 		s.samples = append(s.samples, x)
 		s.mu.Unlock()
