@@ -17,6 +17,11 @@ const (
 	PropRetentionMs    = "lakegw.retention.ms"
 	PropRetentionBytes = "lakegw.retention.bytes"
 	PropMaxPinMs       = "lakegw.consumer.max-pin"
+	// PropMaxPinSnapshots bounds how many snapshots a pin keeps in a table
+	// whose pins hold snapshots (every table but a lakegw LSM table with
+	// its changelog log): each one stays in the metadata file that every
+	// commit rewrites.
+	PropMaxPinSnapshots = "lakegw.consumer.max-pin-snapshots"
 	// PropMaintenanceEnabled marks a table serve maintains in the
 	// background ("true"): quickstart and lsm.Create set it, a user may set
 	// it on any table lakegw should maintain.
@@ -33,6 +38,11 @@ const (
 	DefaultRetentionMs    = int64(7 * 24 * time.Hour / time.Millisecond)
 	DefaultRetentionBytes = int64(-1)
 	DefaultMaxPinMs       = int64(24 * time.Hour / time.Millisecond)
+	// DefaultMaxPinSnapshots is an hour of a table committing every
+	// second: about 3 MB of metadata.json at the ~800 bytes a snapshot
+	// takes there. A day's pin of such a table would make every commit
+	// rewrite some 70 MB.
+	DefaultMaxPinSnapshots = 3600
 )
 
 // Retention is what a table's retention properties say.

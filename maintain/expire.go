@@ -43,7 +43,7 @@ func (p *pass) expire(ctx context.Context, rep *ExpiryReport) error {
 		if changelogPin != nil {
 			rep.MaxAge, rep.Pin = ret.maxAge, *changelogPin
 		} else {
-			rep.MaxAge, rep.Pin = p.pinnedAge(ctx, ret, now)
+			rep.MaxAge, rep.Pin = p.pinnedAge(ctx, ret, now, tbl.Metadata().Snapshots())
 		}
 		if err := tx.ExpireSnapshots(table.WithOlderThan(rep.MaxAge), table.WithRetainLast(ret.minSnapshots),
 			table.WithPostCommit(false)); err != nil {
@@ -126,8 +126,9 @@ func (p *pass) beforeExpire(ctx context.Context) (*PinReport, error) {
 
 // pinnedAge is the snapshot age to keep: the table's own, stretched back to
 // the oldest snapshot a committed group offset still needs, but never past
-// lakegw.consumer.max-pin.
-func (p *pass) pinnedAge(ctx context.Context, ret retention, now time.Time) (time.Duration, PinReport) {
+// lakegw.consumer.max-pin, nor past the newest
+// lakegw.consumer.max-pin-snapshots snapshots.
+func (p *pass) pinnedAge(ctx context.Context, ret retention, now time.Time, snaps []table.Snapshot) (time.Duration, PinReport) {
 	pin := PinReport{Topic: p.opts.Topic}
 	if p.opts.Pin == nil {
 		return ret.maxAge, pin
@@ -145,7 +146,27 @@ func (p *pass) pinnedAge(ctx context.Context, ret retention, now time.Time) (tim
 		pin.Capped = true
 		need = max(ret.maxPin, ret.maxAge)
 	}
+	if byCount, ok := pinnedCountAge(snaps, ret.maxPinSnapshots, now); ok && need > byCount {
+		pin.Capped = true
+		need = max(byCount, ret.maxAge)
+	}
 	return need, pin
+}
+
+// pinnedCountAge is the age that keeps the newest max snapshots (and those
+// within pinSlack of the oldest of them); ok is false when the table has no
+// more than that.
+func pinnedCountAge(snaps []table.Snapshot, maxSnaps int, now time.Time) (time.Duration, bool) {
+	maxSnaps = max(maxSnaps, 1)
+	if len(snaps) <= maxSnaps {
+		return 0, false
+	}
+	ts := make([]int64, len(snaps))
+	for i, s := range snaps {
+		ts[i] = s.TimestampMs
+	}
+	slices.Sort(ts)
+	return now.Sub(time.UnixMilli(ts[len(ts)-maxSnaps])) + pinSlack, true
 }
 
 // changelogHold is what a consumer's pin asks of an LSM table's changelog:

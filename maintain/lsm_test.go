@@ -249,6 +249,38 @@ func TestPinsHoldSnapshots(t *testing.T) {
 	}
 }
 
+// TestPinHoldsAtMostMaxPinSnapshots checks that a pin holding snapshots
+// keeps no more than lakegw.consumer.max-pin-snapshots of them, however far
+// back the group is: each is in the metadata file every commit rewrites.
+func TestPinHoldsAtMostMaxPinSnapshots(t *testing.T) {
+	ctx := context.Background()
+	cat, ident, tb, log := newLSM(t, "pincount", 1)
+	setProps(t, cat, ident, map[string]string{changelog.PropMaxPinSnapshots: "20"})
+	// Three runs of ten commits, each run past the pin's one-second slack
+	// from the next, so that the cap falls between two runs.
+	for run := range 3 {
+		if run > 0 {
+			time.Sleep(1500 * time.Millisecond)
+		}
+		writeLSM(t, tb, 10)
+	}
+	snaps := loadTable(t, cat, ident).Metadata().Snapshots()
+	pin := func(context.Context, string) (int64, bool) { return snaps[0].TimestampMs, true }
+	rep, err := maintain.Run(ctx, cat, ident, maintain.Options{Log: log, Pin: pin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Expiry.Pin.Pinned || !rep.Expiry.Pin.Capped || rep.Expiry.Pin.HeldBy != maintain.HeldBySnapshots {
+		t.Fatalf("a pin on all %d snapshots with max-pin-snapshots 20: report %+v", len(snaps), rep.Expiry.Pin)
+	}
+	tbl := loadTable(t, cat, ident)
+	for i, s := range snaps {
+		if kept := tbl.SnapshotByID(s.SnapshotID) != nil; kept != (i >= len(snaps)-20) {
+			t.Fatalf("snapshot %d of %d kept %v; want the newest 20 kept", i, len(snaps), kept)
+		}
+	}
+}
+
 // scanAll reads a snapshot (0: current) with iceberg-go's scanner and
 // renders its rows.
 func scanAll(t *testing.T, tbl *table.Table, snapshotID int64) map[string]bool {

@@ -139,15 +139,18 @@ type retention struct {
 	maxAge       time.Duration
 	minSnapshots int
 	maxPin       time.Duration
-	orphanGrace  time.Duration
+	// maxPinSnapshots bounds the snapshots a pin holding snapshots keeps.
+	maxPinSnapshots int
+	orphanGrace     time.Duration
 }
 
 func retentionOf(props iceberg.Properties, opts Options) retention {
 	r := retention{
-		maxAge:       msProp(props, table.MaxSnapshotAgeMsKey, DefaultMaxSnapshotAge),
-		minSnapshots: props.GetInt(table.MinSnapshotsToKeepKey, DefaultMinSnapshots),
-		maxPin:       msProp(props, changelog.PropMaxPinMs, DefaultMaxPin),
-		orphanGrace:  msProp(props, PropOrphanOlderThan, DefaultOrphanGrace),
+		maxAge:          msProp(props, table.MaxSnapshotAgeMsKey, DefaultMaxSnapshotAge),
+		minSnapshots:    props.GetInt(table.MinSnapshotsToKeepKey, DefaultMinSnapshots),
+		maxPin:          msProp(props, changelog.PropMaxPinMs, DefaultMaxPin),
+		maxPinSnapshots: props.GetInt(changelog.PropMaxPinSnapshots, changelog.DefaultMaxPinSnapshots),
+		orphanGrace:     msProp(props, PropOrphanOlderThan, DefaultOrphanGrace),
 	}
 	if opts.OrphanGrace > 0 {
 		r.orphanGrace = opts.OrphanGrace
