@@ -51,11 +51,13 @@ type Retention struct {
 	Ms, Bytes int64
 	// MaxPinMs bounds how far back committed group offsets hold history.
 	MaxPinMs int64
+	// MaxPinSnapshots bounds the snapshots a pin holding snapshots keeps.
+	MaxPinSnapshots int64
 }
 
 // DefaultRetention is the retention of a table that sets none.
 func DefaultRetention() Retention {
-	return Retention{Ms: DefaultRetentionMs, Bytes: DefaultRetentionBytes, MaxPinMs: DefaultMaxPinMs}
+	return Retention{Ms: DefaultRetentionMs, Bytes: DefaultRetentionBytes, MaxPinMs: DefaultMaxPinMs, MaxPinSnapshots: DefaultMaxPinSnapshots}
 }
 
 // ParseRetention overlays the table's retention properties on r; a value
@@ -65,7 +67,8 @@ func ParseRetention(props iceberg.Properties, r Retention) (Retention, error) {
 		name string
 		dst  *int64
 		min  int64
-	}{{PropRetentionMs, &r.Ms, -1}, {PropRetentionBytes, &r.Bytes, -1}, {PropMaxPinMs, &r.MaxPinMs, 0}} {
+	}{{PropRetentionMs, &r.Ms, -1}, {PropRetentionBytes, &r.Bytes, -1}, {PropMaxPinMs, &r.MaxPinMs, 0},
+		{PropMaxPinSnapshots, &r.MaxPinSnapshots, 1}} {
 		v, ok := props[p.name]
 		if !ok {
 			continue

@@ -31,7 +31,8 @@ func TestAdminAPIs(t *testing.T) {
 		t.Fatalf("create LSM table: %v\n%s", err, out)
 	}
 	setTableProps(t, w.cat, table.Identifier{"e2e", "pk"}, map[string]string{
-		"lakegw.retention.ms": "7200000", "lakegw.retention.bytes": "1048576", "lakegw.consumer.max-pin": "600000"})
+		"lakegw.retention.ms": "7200000", "lakegw.retention.bytes": "1048576", "lakegw.consumer.max-pin": "600000",
+		"lakegw.consumer.max-pin-snapshots": "100"})
 	g := startGateway(t, dir, "", "--compression", "lz4")
 	ctx := context.Background()
 	cl := mustClient(t, g.addr)
@@ -43,10 +44,10 @@ func TestAdminAPIs(t *testing.T) {
 	}
 	for name, want := range map[string]map[string]string{
 		topic: {"cleanup.policy": "compact,delete", "retention.ms": "-1", "retention.bytes": "-1",
-			"lakegw.consumer.max-pin": "86400000"},
+			"lakegw.consumer.max-pin": "86400000", "lakegw.consumer.max-pin-snapshots": "3600"},
 		"e2e.aged": {"cleanup.policy": "compact,delete", "retention.ms": "3600000", "retention.bytes": "-1"},
 		"e2e.pk": {"cleanup.policy": "compact,delete", "retention.ms": "7200000", "retention.bytes": "1048576",
-			"lakegw.consumer.max-pin": "600000"},
+			"lakegw.consumer.max-pin": "600000", "lakegw.consumer.max-pin-snapshots": "100"},
 	} {
 		got := topicConfigs(t, adm, name)
 		for k, v := range want {

@@ -241,7 +241,7 @@ func TestPinsHoldSnapshots(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !rep.Expiry.Pin.Capped {
+	if !rep.Expiry.Pin.Capped || rep.Expiry.Pin.CappedBy != changelog.PropMaxPinMs {
 		t.Fatalf("pin past max-pin not capped: %+v", rep.Expiry.Pin)
 	}
 	if n := len(loadTable(t, cat, ident).Metadata().Snapshots()); n > 11 {
@@ -270,7 +270,8 @@ func TestPinHoldsAtMostMaxPinSnapshots(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !rep.Expiry.Pin.Pinned || !rep.Expiry.Pin.Capped || rep.Expiry.Pin.HeldBy != maintain.HeldBySnapshots {
+	if !rep.Expiry.Pin.Pinned || !rep.Expiry.Pin.Capped || rep.Expiry.Pin.CappedBy != changelog.PropMaxPinSnapshots ||
+		rep.Expiry.Pin.HeldBy != maintain.HeldBySnapshots {
 		t.Fatalf("a pin on all %d snapshots with max-pin-snapshots 20: report %+v", len(snaps), rep.Expiry.Pin)
 	}
 	tbl := loadTable(t, cat, ident)
@@ -401,7 +402,7 @@ func TestPinsHoldTheChangelogOfAnLSMTable(t *testing.T) {
 	run(pin)
 	time.Sleep(150 * time.Millisecond)
 	rep := run(pin)
-	if !rep.Expiry.Pin.Capped {
+	if !rep.Expiry.Pin.Capped || rep.Expiry.Pin.CappedBy != changelog.PropMaxPinMs {
 		t.Fatalf("pin past max-pin not capped: %+v", rep.Expiry.Pin)
 	}
 	if got := oldestCheckpointMs(loadTable(t, cat, ident)); got <= pinnedMs {

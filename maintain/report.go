@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-
-	"github.com/lakegw/lakegw/changelog"
 )
 
 // Report says what one pass did (or, in a dry run, would do).
@@ -80,8 +78,11 @@ type PinReport struct {
 	Pinned         bool
 	OldestNeededMs int64
 	// Capped is true when the pin reached back further than
-	// lakegw.consumer.max-pin and was cut there.
-	Capped bool
+	// lakegw.consumer.max-pin, or held more snapshots than
+	// lakegw.consumer.max-pin-snapshots, and was cut there; CappedBy names
+	// the property that cut it.
+	Capped   bool
+	CappedBy string
 	// HeldBy says what keeps the pinned history: the table's snapshots, or
 	// (LSM tables) the changelog past its retention.
 	HeldBy string
@@ -132,7 +133,7 @@ func (r Report) String() string {
 	fmt.Fprintf(&b, "  files removed:       %d (referenced only by expired snapshots)\n", e.FilesRemoved)
 	switch {
 	case e.Pin.Pinned && e.Pin.Capped:
-		fmt.Fprintf(&b, "  pins:                topic %s needs history from %s; capped by %s, kept by the %s\n", e.Pin.Topic, msTime(e.Pin.OldestNeededMs), changelog.PropMaxPinMs, e.Pin.HeldBy)
+		fmt.Fprintf(&b, "  pins:                topic %s needs history from %s; capped by %s, kept by the %s\n", e.Pin.Topic, msTime(e.Pin.OldestNeededMs), e.Pin.CappedBy, e.Pin.HeldBy)
 	case e.Pin.Pinned:
 		fmt.Fprintf(&b, "  pins:                topic %s needs history from %s; kept by the %s\n", e.Pin.Topic, msTime(e.Pin.OldestNeededMs), e.Pin.HeldBy)
 	default:

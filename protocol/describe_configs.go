@@ -86,6 +86,7 @@ func topicConfigs(ctx context.Context, t *topics.Topic, pins PinReporter) [][2]s
 		{topics.PropPartitions, strconv.Itoa(int(t.Config.Partitions))},
 		{topics.PropBatchRecords, strconv.Itoa(t.Config.BatchRecords)},
 		{topics.PropMaxPinMs, strconv.FormatInt(t.Config.MaxPinMs, 10)},
+		{topics.PropMaxPinSnapshots, strconv.FormatInt(t.Config.MaxPinSnapshots, 10)},
 	}
 	if pins != nil {
 		by := pins.PinnedBy(ctx, t.Name)

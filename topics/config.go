@@ -40,6 +40,9 @@ type TopicConfig struct {
 	// MaxPinMs bounds how far back a committed group offset may hold a
 	// table's history beyond its retention (lakegw.consumer.max-pin).
 	MaxPinMs int64
+	// MaxPinSnapshots bounds the snapshots such a pin keeps on a table
+	// whose pins hold snapshots (lakegw.consumer.max-pin-snapshots).
+	MaxPinSnapshots int64
 }
 
 // Table properties that configure a table's topic; they travel with the
@@ -48,21 +51,23 @@ type TopicConfig struct {
 // those that lsm/ and maintain/ read as well are defined in changelog/,
 // below all three, and named here too.
 const (
-	PropFormat         = "lakegw.format"
-	PropPartitions     = changelog.PropPartitions
-	PropCompression    = "lakegw.compression"
-	PropKeyColumns     = "lakegw.key-columns"
-	PropBatchRecords   = "lakegw.batch-records"
-	PropRetentionMs    = changelog.PropRetentionMs
-	PropRetentionBytes = changelog.PropRetentionBytes
-	PropMaxPinMs       = changelog.PropMaxPinMs
+	PropFormat          = "lakegw.format"
+	PropPartitions      = changelog.PropPartitions
+	PropCompression     = "lakegw.compression"
+	PropKeyColumns      = "lakegw.key-columns"
+	PropBatchRecords    = "lakegw.batch-records"
+	PropRetentionMs     = changelog.PropRetentionMs
+	PropRetentionBytes  = changelog.PropRetentionBytes
+	PropMaxPinMs        = changelog.PropMaxPinMs
+	PropMaxPinSnapshots = changelog.PropMaxPinSnapshots
 )
 
 // DefaultTopicConfig is used where neither the table nor the operator says
 // otherwise.
 func DefaultTopicConfig() TopicConfig {
 	return TopicConfig{Format: "debezium-json", Partitions: 1, Compression: "none", BatchRecords: DefaultBatchRecords,
-		RetentionMs: changelog.DefaultRetentionMs, RetentionBytes: changelog.DefaultRetentionBytes, MaxPinMs: changelog.DefaultMaxPinMs}
+		RetentionMs: changelog.DefaultRetentionMs, RetentionBytes: changelog.DefaultRetentionBytes, MaxPinMs: changelog.DefaultMaxPinMs,
+		MaxPinSnapshots: changelog.DefaultMaxPinSnapshots}
 }
 
 // DefaultBatchRecords is the records per batch where neither the table nor
@@ -107,11 +112,12 @@ func (c TopicConfig) withTableProps(props iceberg.Properties) (TopicConfig, erro
 	// the three.
 	def := changelog.DefaultRetention()
 	ret, err := changelog.ParseRetention(props, changelog.Retention{Ms: cmp.Or(c.RetentionMs, def.Ms),
-		Bytes: cmp.Or(c.RetentionBytes, def.Bytes), MaxPinMs: cmp.Or(c.MaxPinMs, def.MaxPinMs)})
+		Bytes: cmp.Or(c.RetentionBytes, def.Bytes), MaxPinMs: cmp.Or(c.MaxPinMs, def.MaxPinMs),
+		MaxPinSnapshots: cmp.Or(c.MaxPinSnapshots, def.MaxPinSnapshots)})
 	if err != nil {
 		return c, err
 	}
-	c.RetentionMs, c.RetentionBytes, c.MaxPinMs = ret.Ms, ret.Bytes, ret.MaxPinMs
+	c.RetentionMs, c.RetentionBytes, c.MaxPinMs, c.MaxPinSnapshots = ret.Ms, ret.Bytes, ret.MaxPinMs, ret.MaxPinSnapshots
 	return c, c.validate()
 }
 

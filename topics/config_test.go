@@ -16,20 +16,22 @@ func TestTopicConfigRetentionProperties(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.RetentionMs != 604800000 || c.RetentionBytes != -1 || c.MaxPinMs != 86400000 {
+	if c.RetentionMs != 604800000 || c.RetentionBytes != -1 || c.MaxPinMs != 86400000 || c.MaxPinSnapshots != 3600 {
 		t.Fatalf("defaults: %+v", c)
 	}
 	c, err = DefaultTopicConfig().withTableProps(iceberg.Properties{
 		changelog.PropRetentionMs: "3600000", changelog.PropRetentionBytes: "1073741824", changelog.PropMaxPinMs: "0",
+		changelog.PropMaxPinSnapshots: "50",
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.RetentionMs != 3600000 || c.RetentionBytes != 1<<30 || c.MaxPinMs != 0 {
+	if c.RetentionMs != 3600000 || c.RetentionBytes != 1<<30 || c.MaxPinMs != 0 || c.MaxPinSnapshots != 50 {
 		t.Fatalf("from properties: %+v", c)
 	}
 	for _, bad := range []iceberg.Properties{
 		{changelog.PropRetentionMs: "7d"}, {changelog.PropRetentionBytes: "-2"}, {changelog.PropMaxPinMs: "-1"},
+		{changelog.PropMaxPinSnapshots: "0"}, {changelog.PropMaxPinSnapshots: "many"},
 	} {
 		if _, err := DefaultTopicConfig().withTableProps(bad); err == nil {
 			t.Fatalf("%v accepted", bad)
