@@ -143,11 +143,11 @@ func (p *pass) pinnedAge(ctx context.Context, ret retention, now time.Time, snap
 	}
 	pin.Pinned, pin.OldestNeededMs, pin.HeldBy = true, oldest, HeldBySnapshots
 	if need > ret.maxPin {
-		pin.Capped, pin.CappedBy = true, changelog.PropMaxPinMs
+		pin.CappedBy = changelog.PropMaxPinMs
 		need = max(ret.maxPin, ret.maxAge)
 	}
 	if byCount, ok := pinnedCountAge(snaps, ret.maxPinSnapshots, now); ok && need > byCount {
-		pin.Capped, pin.CappedBy = true, changelog.PropMaxPinSnapshots
+		pin.CappedBy = changelog.PropMaxPinSnapshots
 		need = max(byCount, ret.maxAge)
 	}
 	return need, pin
@@ -184,7 +184,7 @@ func (p *pass) changelogHold(ctx context.Context, ret retention, now time.Time) 
 	}
 	oldest -= pinSlack.Milliseconds()
 	if floor := now.Add(-ret.maxPin).UnixMilli(); oldest < floor {
-		pin.Capped, pin.CappedBy, oldest = true, changelog.PropMaxPinMs, floor
+		pin.CappedBy, oldest = changelog.PropMaxPinMs, floor
 	}
 	pin.Pinned, pin.OldestNeededMs = now.Sub(time.UnixMilli(oldest)) > ret.maxAge, oldest
 	return pin, oldest

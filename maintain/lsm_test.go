@@ -224,7 +224,7 @@ func TestPinsHoldSnapshots(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Log(rep)
-	if !slices.Equal(asked, []string{"shop.pinned"}) || !rep.Expiry.Pin.Pinned || rep.Expiry.Pin.Capped {
+	if !slices.Equal(asked, []string{"shop.pinned"}) || !rep.Expiry.Pin.Pinned || rep.Expiry.Pin.Capped() {
 		t.Fatalf("pin asked for %v; report %+v", asked, rep.Expiry.Pin)
 	}
 	tbl := loadTable(t, cat, ident)
@@ -241,7 +241,7 @@ func TestPinsHoldSnapshots(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !rep.Expiry.Pin.Capped || rep.Expiry.Pin.CappedBy != changelog.PropMaxPinMs {
+	if !rep.Expiry.Pin.Capped() || rep.Expiry.Pin.CappedBy != changelog.PropMaxPinMs {
 		t.Fatalf("pin past max-pin not capped: %+v", rep.Expiry.Pin)
 	}
 	if n := len(loadTable(t, cat, ident).Metadata().Snapshots()); n > 11 {
@@ -270,7 +270,7 @@ func TestPinHoldsAtMostMaxPinSnapshots(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !rep.Expiry.Pin.Pinned || !rep.Expiry.Pin.Capped || rep.Expiry.Pin.CappedBy != changelog.PropMaxPinSnapshots ||
+	if !rep.Expiry.Pin.Pinned || !rep.Expiry.Pin.Capped() || rep.Expiry.Pin.CappedBy != changelog.PropMaxPinSnapshots ||
 		rep.Expiry.Pin.HeldBy != maintain.HeldBySnapshots {
 		t.Fatalf("a pin on all %d snapshots with max-pin-snapshots 20: report %+v", len(snaps), rep.Expiry.Pin)
 	}
@@ -370,7 +370,7 @@ func TestPinsHoldTheChangelogOfAnLSMTable(t *testing.T) {
 		writeLSM(t, tb, 4)
 		time.Sleep(150 * time.Millisecond)
 		rep := run(pin)
-		if !rep.Expiry.Pin.Pinned || rep.Expiry.Pin.HeldBy != maintain.HeldByChangelog || rep.Expiry.Pin.Capped {
+		if !rep.Expiry.Pin.Pinned || rep.Expiry.Pin.HeldBy != maintain.HeldByChangelog || rep.Expiry.Pin.Capped() {
 			t.Fatalf("pin report %+v; want pinned, held by the changelog, not capped", rep.Expiry.Pin)
 		}
 	}
@@ -402,7 +402,7 @@ func TestPinsHoldTheChangelogOfAnLSMTable(t *testing.T) {
 	run(pin)
 	time.Sleep(150 * time.Millisecond)
 	rep := run(pin)
-	if !rep.Expiry.Pin.Capped || rep.Expiry.Pin.CappedBy != changelog.PropMaxPinMs {
+	if !rep.Expiry.Pin.Capped() || rep.Expiry.Pin.CappedBy != changelog.PropMaxPinMs {
 		t.Fatalf("pin past max-pin not capped: %+v", rep.Expiry.Pin)
 	}
 	if got := oldestCheckpointMs(loadTable(t, cat, ident)); got <= pinnedMs {

@@ -77,16 +77,17 @@ type PinReport struct {
 	// than the table's own retention.
 	Pinned         bool
 	OldestNeededMs int64
-	// Capped is true when the pin reached back further than
-	// lakegw.consumer.max-pin, or held more snapshots than
-	// lakegw.consumer.max-pin-snapshots, and was cut there; CappedBy names
-	// the property that cut it.
-	Capped   bool
+	// CappedBy names the property that cut the pin, when it reached back
+	// further than lakegw.consumer.max-pin or held more snapshots than
+	// lakegw.consumer.max-pin-snapshots ("" when neither).
 	CappedBy string
 	// HeldBy says what keeps the pinned history: the table's snapshots, or
 	// (LSM tables) the changelog past its retention.
 	HeldBy string
 }
+
+// Capped is true when a property cut the pin.
+func (p PinReport) Capped() bool { return p.CappedBy != "" }
 
 // What holds a pin (PinReport.HeldBy).
 const (
@@ -132,7 +133,7 @@ func (r Report) String() string {
 	fmt.Fprintf(&b, "  snapshots expired:   %d of %d (keep %s and at least %d)\n", e.Expired, e.SnapshotsBefore, e.MaxAge, e.MinSnapshots)
 	fmt.Fprintf(&b, "  files removed:       %d (referenced only by expired snapshots)\n", e.FilesRemoved)
 	switch {
-	case e.Pin.Pinned && e.Pin.Capped:
+	case e.Pin.Pinned && e.Pin.Capped():
 		fmt.Fprintf(&b, "  pins:                topic %s needs history from %s; capped by %s, kept by the %s\n", e.Pin.Topic, msTime(e.Pin.OldestNeededMs), e.Pin.CappedBy, e.Pin.HeldBy)
 	case e.Pin.Pinned:
 		fmt.Fprintf(&b, "  pins:                topic %s needs history from %s; kept by the %s\n", e.Pin.Topic, msTime(e.Pin.OldestNeededMs), e.Pin.HeldBy)
