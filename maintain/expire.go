@@ -38,7 +38,10 @@ func (p *pass) expire(ctx context.Context, rep *ExpiryReport) error {
 	var expired []table.Snapshot
 	base, committed, err := p.commitStepWith(ctx, "snapshot expiry", func(ctx context.Context, tbl *table.Table, tx *table.Transaction) (bool, error) {
 		now := time.Now()
-		ret := retentionOf(tbl.Properties(), p.opts)
+		ret, err := retentionOf(tbl.Properties(), p.opts)
+		if err != nil {
+			return false, err
+		}
 		*rep = ExpiryReport{SnapshotsBefore: len(tbl.Metadata().Snapshots()), MinSnapshots: ret.minSnapshots}
 		if changelogPin != nil {
 			rep.MaxAge, rep.Pin = ret.maxAge, *changelogPin
@@ -110,7 +113,11 @@ func (p *pass) beforeExpire(ctx context.Context) (*PinReport, error) {
 		changelogPin = nil
 		var holdFromMs int64
 		if changelog.IsLSMTable(tbl.Properties()) {
-			pin, hold := p.changelogHold(ctx, retentionOf(tbl.Properties(), p.opts), now)
+			ret, err := retentionOf(tbl.Properties(), p.opts)
+			if err != nil {
+				return fmt.Errorf("%s of %s: %w", what, p.name, err)
+			}
+			pin, hold := p.changelogHold(ctx, ret, now)
 			changelogPin, holdFromMs = &pin, hold
 		}
 		if err := p.opts.Retention.BeforeExpire(ctx, tbl, now, holdFromMs); err != nil {

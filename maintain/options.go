@@ -2,6 +2,10 @@ package maintain
 
 import (
 	"context"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/apache/iceberg-go"
@@ -144,14 +148,35 @@ type retention struct {
 	orphanGrace     time.Duration
 }
 
-func retentionOf(props iceberg.Properties, opts Options) retention {
-	r := retention{
-		maxAge:          msProp(props, table.MaxSnapshotAgeMsKey, DefaultMaxSnapshotAge),
-		minSnapshots:    props.GetInt(table.MinSnapshotsToKeepKey, DefaultMinSnapshots),
-		maxPin:          msProp(props, changelog.PropMaxPinMs, DefaultMaxPin),
-		maxPinSnapshots: props.GetInt(changelog.PropMaxPinSnapshots, changelog.DefaultMaxPinSnapshots),
-		orphanGrace:     msProp(props, PropOrphanOlderThan, DefaultOrphanGrace),
+// retentionOf reads the retention a table's properties ask for. A value
+// that is not a whole number in range fails the pass with the property's
+// name, as topics refuse it (changelog.ParseRetention) and as Iceberg's own
+// maintenance refuses a malformed history.expire.* value: falling back to
+// a default would expire history the table's owner meant to keep.
+func retentionOf(props iceberg.Properties, opts Options) (retention, error) {
+	pins, err := changelog.ParseRetention(props, changelog.DefaultRetention())
+	if err != nil {
+		return retention{}, err
 	}
+	r := retention{
+		maxPin:          time.Duration(pins.MaxPinMs) * time.Millisecond,
+		maxPinSnapshots: int(pins.MaxPinSnapshots),
+	}
+	maxAgeMs, err := nonNegativeProp(props, table.MaxSnapshotAgeMsKey, DefaultMaxSnapshotAge.Milliseconds())
+	if err != nil {
+		return retention{}, err
+	}
+	minSnapshots, err := nonNegativeProp(props, table.MinSnapshotsToKeepKey, DefaultMinSnapshots)
+	if err != nil {
+		return retention{}, err
+	}
+	graceMs, err := nonNegativeProp(props, PropOrphanOlderThan, DefaultOrphanGrace.Milliseconds())
+	if err != nil {
+		return retention{}, err
+	}
+	r.maxAge = time.Duration(maxAgeMs) * time.Millisecond
+	r.minSnapshots = int(min(minSnapshots, math.MaxInt32))
+	r.orphanGrace = time.Duration(graceMs) * time.Millisecond
 	if opts.OrphanGrace > 0 {
 		r.orphanGrace = opts.OrphanGrace
 	}
@@ -163,12 +188,18 @@ func retentionOf(props iceberg.Properties, opts Options) retention {
 		// next commit finds them.
 		r.minSnapshots = max(r.minSnapshots, 2)
 	}
-	r.maxAge = max(r.maxAge, 0)
-	return r
+	return r, nil
 }
 
-// msProp reads a duration property in milliseconds; an absent or malformed
-// value is the default (GetInt64 falls back the same way).
-func msProp(props iceberg.Properties, key string, def time.Duration) time.Duration {
-	return time.Duration(props.GetInt64(key, def.Milliseconds())) * time.Millisecond
+// nonNegativeProp reads a whole-number property (def when absent).
+func nonNegativeProp(props iceberg.Properties, key string, def int64) (int64, error) {
+	v, ok := props[key]
+	if !ok {
+		return def, nil
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("table property %s=%q: want a whole number >= 0", key, v)
+	}
+	return n, nil
 }

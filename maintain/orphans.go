@@ -29,7 +29,11 @@ func (p *pass) removeOrphans(ctx context.Context, rep *OrphanReport) error {
 	if err != nil {
 		return fmt.Errorf("orphan cleanup: load %s: %w", p.name, err)
 	}
-	rep.Grace = retentionOf(tbl.Properties(), p.opts).orphanGrace
+	ret, err := retentionOf(tbl.Properties(), p.opts)
+	if err != nil {
+		return fmt.Errorf("orphan cleanup of %s: %w", p.name, err)
+	}
+	rep.Grace = ret.orphanGrace
 	plan, err := tbl.PlanOrphanFiles(ctx, table.WithFilesOlderThan(rep.Grace))
 	if err != nil {
 		return fmt.Errorf("orphan cleanup of %s: plan: %w", p.name, err)
