@@ -33,16 +33,26 @@ const (
 )
 
 // LSMLog lists, oldest first, the expired snapshots of an LSM table whose
-// changes the topic still serves. Entries form one parent chain; the first
-// entry's parent is a checkpoint, the last entry is the parent of the
-// oldest snapshot of the main branch.
+// changes the topic still serves. Its entries form one parent chain; the
+// first entry's parent is a checkpoint, the last entry is the parent of
+// the oldest snapshot of the main branch.
+//
+// The file the table names is the log's head: the sealed segments (files
+// of up to PropLSMLogSegmentEntries entries, never rewritten) and the tail
+// of entries after them. An expiry rewrites the head alone, and a reader
+// that already holds a segment reuses it, so neither grows with
+// retention.ms (a week of one commit a second is 600,000 entries).
 type LSMLog struct {
-	Version int           `json:"version"`
-	Buckets int           `json:"buckets"`
-	Entries []LSMLogEntry `json:"entries"`
+	Version  int             `json:"version"`
+	Buckets  int             `json:"buckets"`
+	Segments []LSMLogSegment `json:"segments,omitempty"`
+	// Tail are the entries after the last segment.
+	Tail []LSMLogEntry `json:"entries"`
 	// Dropped are changelog files that left the topic at the expiry that
 	// wrote this log; the next expiry deletes them.
 	Dropped []string `json:"dropped,omitempty"`
+	// sealed holds each segment's entries once loaded (nil: not yet).
+	sealed [][]LSMLogEntry
 }
 
 // LSMLogEntry is one expired snapshot: what the offset index and the
@@ -63,43 +73,75 @@ type LSMLogEntry struct {
 	Bytes int64 `json:"bytes"`
 }
 
-// EncodeLSMLog renders a log as JSON.
+// lsmLogVersion is the version EncodeLSMLog writes: 2 has segments; a
+// version 1 log, all tail, still reads.
+const lsmLogVersion = 2
+
+// EncodeLSMLog renders a log's head as JSON.
 func EncodeLSMLog(l LSMLog) ([]byte, error) {
-	l.Version = 1
+	l.Version = lsmLogVersion
 	return json.Marshal(l)
 }
 
-// DecodeLSMLog parses and checks a log.
+// DecodeLSMLog parses and checks a log's head; its segments are not loaded.
 func DecodeLSMLog(data []byte) (*LSMLog, error) {
 	var l LSMLog
 	if err := json.Unmarshal(data, &l); err != nil {
 		return nil, fmt.Errorf("decode LSM changelog log: %w", err)
 	}
-	if l.Version != 1 {
-		return nil, fmt.Errorf("LSM changelog log version %d: want 1", l.Version)
+	if l.Version != 1 && l.Version != lsmLogVersion {
+		return nil, fmt.Errorf("LSM changelog log version %d: want 1 or %d", l.Version, lsmLogVersion)
 	}
 	if l.Buckets < 1 {
 		return nil, fmt.Errorf("LSM changelog log has %d buckets", l.Buckets)
 	}
-	for i, e := range l.Entries {
-		if len(e.Counts) != l.Buckets {
-			return nil, fmt.Errorf("LSM changelog log entry %d (snapshot %d) has %d counts for %d buckets", i, e.SnapshotID, len(e.Counts), l.Buckets)
-		}
-		for _, c := range e.Counts {
-			if c < 0 {
-				return nil, fmt.Errorf("LSM changelog log entry %d (snapshot %d): negative count", i, e.SnapshotID)
-			}
-		}
-		if i > 0 && e.ParentID != l.Entries[i-1].SnapshotID {
-			return nil, fmt.Errorf("LSM changelog log entry %d (snapshot %d) has parent %d, not the previous entry %d",
-				i, e.SnapshotID, e.ParentID, l.Entries[i-1].SnapshotID)
-		}
+	if l.Version == 1 && len(l.Segments) > 0 {
+		return nil, fmt.Errorf("LSM changelog log version 1 has segments")
 	}
+	prev := int64(0)
+	for i, sg := range l.Segments {
+		if err := sg.check(); err != nil {
+			return nil, fmt.Errorf("LSM changelog log segment %d: %w", i, err)
+		}
+		if i > 0 && sg.FirstParentID != prev {
+			return nil, fmt.Errorf("LSM changelog log segment %d (%s) starts after snapshot %d, not the previous segment's last %d",
+				i, sg.Path, sg.FirstParentID, prev)
+		}
+		prev = sg.LastID
+	}
+	if err := checkEntries(l.Tail, l.Buckets); err != nil {
+		return nil, fmt.Errorf("LSM changelog log: %w", err)
+	}
+	if len(l.Segments) > 0 && len(l.Tail) > 0 && l.Tail[0].ParentID != prev {
+		return nil, fmt.Errorf("LSM changelog log tail starts after snapshot %d, not the last segment's %d", l.Tail[0].ParentID, prev)
+	}
+	l.sealed = make([][]LSMLogEntry, len(l.Segments))
 	return &l, nil
 }
 
-// ReadLSMLog reads and checks the changelog log at path.
-func ReadLSMLog(fs icebergio.IO, path string) (*LSMLog, error) {
+// checkEntries checks that entries form one parent chain, each with a
+// count per bucket.
+func checkEntries(es []LSMLogEntry, buckets int) error {
+	for i, e := range es {
+		if len(e.Counts) != buckets {
+			return fmt.Errorf("entry %d (snapshot %d) has %d counts for %d buckets", i, e.SnapshotID, len(e.Counts), buckets)
+		}
+		for _, c := range e.Counts {
+			if c < 0 {
+				return fmt.Errorf("entry %d (snapshot %d): negative count", i, e.SnapshotID)
+			}
+		}
+		if i > 0 && e.ParentID != es[i-1].SnapshotID {
+			return fmt.Errorf("entry %d (snapshot %d) has parent %d, not the previous entry %d",
+				i, e.SnapshotID, e.ParentID, es[i-1].SnapshotID)
+		}
+	}
+	return nil
+}
+
+// ReadLSMLogHead reads and checks the head of the changelog log at path,
+// loading none of its segments (Segment loads one).
+func ReadLSMLogHead(fs icebergio.IO, path string) (*LSMLog, error) {
 	data, err := readWhole(fs, path)
 	if err != nil {
 		return nil, fmt.Errorf("changelog log: %w", err)
@@ -111,6 +153,39 @@ func ReadLSMLog(fs icebergio.IO, path string) (*LSMLog, error) {
 	return l, nil
 }
 
+// ReadLSMLog reads the changelog log at path with every segment, taking
+// those prev (a log read before, or nil) already holds from it.
+func ReadLSMLog(fs icebergio.IO, path string, prev *LSMLog) (*LSMLog, error) {
+	l, err := ReadLSMLogHead(fs, path)
+	if err != nil {
+		return nil, err
+	}
+	// A segment prev holds is reused, from the entry this head starts it
+	// at (a truncation moves a segment's start, never its file's content).
+	type heldSegment struct {
+		skip    int
+		entries []LSMLogEntry
+	}
+	held := map[string]heldSegment{}
+	if prev != nil {
+		for i, sg := range prev.Segments {
+			if prev.sealed[i] != nil {
+				held[sg.Path] = heldSegment{skip: sg.Skip, entries: prev.sealed[i]}
+			}
+		}
+	}
+	for i, sg := range l.Segments {
+		if h, ok := held[sg.Path]; ok && sg.Skip >= h.skip && len(h.entries) == sg.Skip-h.skip+sg.Count {
+			l.sealed[i] = h.entries[sg.Skip-h.skip:]
+			continue
+		}
+		if _, err := l.Segment(fs, i); err != nil {
+			return nil, fmt.Errorf("changelog log %s: %w", path, err)
+		}
+	}
+	return l, nil
+}
+
 // Snapshot returns the logged snapshot id as a table snapshot carrying what
 // derive.Derive and CountsFromSummary read (nil when not logged): the summary
 // names its changelog manifest and counts as its writer's did.
@@ -118,8 +193,8 @@ func (l *LSMLog) Snapshot(id int64) *table.Snapshot {
 	if l == nil {
 		return nil
 	}
-	for i := range l.Entries {
-		if e := &l.Entries[i]; e.SnapshotID == id {
+	for e := range l.All() {
+		if e.SnapshotID == id {
 			parent, schema := e.ParentID, e.SchemaID
 			props := iceberg.Properties{SummaryLSMCounts: EncodeLSMCounts(e.Counts)}
 			if e.Manifest != "" {
@@ -183,23 +258,27 @@ func IsLSMCheckpointTag(name string) bool { return strings.HasPrefix(name, LSMCh
 // since), it is the main branch alone.
 func LSMHistory(meta table.Metadata, log *LSMLog) ([]SnapshotRef, error) {
 	main, err := MainHistory(meta)
-	if err != nil || log == nil || len(log.Entries) == 0 || len(main) == 0 {
+	if err != nil || log == nil || log.Len() == 0 || len(main) == 0 {
 		return main, err
 	}
 	first := meta.SnapshotByID(main[0].SnapshotID)
-	last := log.Entries[len(log.Entries)-1]
-	if first == nil || first.ParentSnapshotID == nil || *first.ParentSnapshotID != last.SnapshotID {
+	last, _ := log.LastID()
+	if first == nil || first.ParentSnapshotID == nil || *first.ParentSnapshotID != last {
 		return main, nil
 	}
-	start := meta.SnapshotByID(log.Entries[0].ParentID)
+	startID, _ := log.StartID()
+	start := meta.SnapshotByID(startID)
 	if start == nil {
-		return nil, fmt.Errorf("the changelog log starts after snapshot %d, which is not in the table metadata (its checkpoint tag was removed?)", log.Entries[0].ParentID)
+		return nil, fmt.Errorf("the changelog log starts after snapshot %d, which is not in the table metadata (its checkpoint tag was removed?)", startID)
 	}
-	out := make([]SnapshotRef, 0, 1+len(log.Entries)+len(main))
+	if !log.Loaded() {
+		return nil, fmt.Errorf("the changelog log's segments are not loaded")
+	}
+	out := make([]SnapshotRef, 0, 1+log.Len()+len(main))
 	ref := refOf(start)
 	ref.LogStart = true
 	out = append(out, ref)
-	for _, e := range log.Entries {
+	for e := range log.All() {
 		out = append(out, SnapshotRef{SnapshotID: e.SnapshotID, SequenceNumber: e.SequenceNumber, TimestampMs: e.TimestampMs, Operation: e.Operation})
 	}
 	return append(out, main...), nil

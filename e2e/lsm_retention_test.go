@@ -41,6 +41,9 @@ func TestLSMTopicKeepsRetentionPastSnapshotExpiry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Segments of four entries: the log's head, its sealed segments and
+	// their truncation as the log start moves all take part.
+	setTableProps(t, cat, ident, map[string]string{changelog.PropLSMLogSegmentEntries: "4"})
 	rng := rand.New(rand.NewPCG(7, 11))
 	m := lsmModel{}
 	commit := func(n int) {
@@ -82,16 +85,19 @@ func TestLSMTopicKeepsRetentionPastSnapshotExpiry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	log, err := changelog.ReadLSMLog(fsys, tbl.Properties()[changelog.PropLSMChangelogLog])
+	log, err := changelog.ReadLSMLog(fsys, tbl.Properties()[changelog.PropLSMChangelogLog], nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(log.Entries) == 0 || log.Entries[0].ParentID != checkpoint {
-		t.Fatalf("changelog log %+v does not start after the checkpoint %d", log.Entries, checkpoint)
+	if start, ok := log.StartID(); !ok || start != checkpoint {
+		t.Fatalf("changelog log %+v does not start after the checkpoint %d", log, checkpoint)
+	}
+	if len(log.Segments) < 2 {
+		t.Fatalf("%d logged snapshots in %d segments of 4: the segments are not exercised", log.Len(), len(log.Segments))
 	}
 	// Each logged snapshot carries the size of its changelog, which
 	// retention.bytes counts: the files on disk say the same.
-	for _, e := range log.Entries {
+	for e := range log.All() {
 		if e.Manifest == "" {
 			continue
 		}
@@ -140,7 +146,7 @@ func TestLSMTopicKeepsRetentionPastSnapshotExpiry(t *testing.T) {
 		t.Fatal("the topic does not start with the checkpoint's live rows")
 	}
 	t.Logf("%d snapshots logged past expiry; the topic: %d live rows of checkpoint %d, then %d changes",
-		len(log.Entries), first.prefix, checkpoint, first.changes)
+		log.Len(), first.prefix, checkpoint, first.changes)
 
 	// Without its state store, a gateway serves the same offsets under
 	// the same leader epochs.
@@ -234,11 +240,11 @@ func checkKeptFiles(t *testing.T, cat catalog.Catalog, ident table.Identifier) {
 		}
 	}
 	if p := tbl.Properties()[changelog.PropLSMChangelogLog]; p != "" {
-		log, err := changelog.ReadLSMLog(fsys, p)
+		log, err := changelog.ReadLSMLog(fsys, p, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, e := range log.Entries {
+		for e := range log.All() {
 			if e.Manifest != "" {
 				manifests = append(manifests, e.Manifest)
 			}

@@ -20,6 +20,7 @@ import (
 //	changelog/bucket-00003/000000000042-<uuid>.parquet    change events
 //	metadata/lsm-changelog-000000000042-<uuid>.json       the snapshot's changelog files
 //	metadata/lsm-changelog-log-000000000042-<uuid>.json   expired snapshots the topic keeps (changelog.LSMLog)
+//	metadata/lsm-changelog-log-000000000042-<uuid>.seg.json  a sealed segment of it, named by its last sequence
 type layout struct{ loc string }
 
 func newLayout(tableLocation string) layout {
@@ -48,6 +49,10 @@ func (l layout) changelogManifest(seq int64) string {
 
 func (l layout) changelogLog(seq int64) string {
 	return fmt.Sprintf("%s/metadata/lsm-changelog-log-%012d-%s.json", l.loc, seq, uuid.NewString())
+}
+
+func (l layout) changelogLogSegment(lastSeq int64) string {
+	return fmt.Sprintf("%s/metadata/lsm-changelog-log-%012d-%s.seg.json", l.loc, lastSeq, uuid.NewString())
 }
 
 var dataFileRE = regexp.MustCompile(`/bucket-(\d+)/L(\d+)-(\d+)-[^/]+\.parquet$`)

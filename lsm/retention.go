@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"regexp"
 	"slices"
 	"strconv"
@@ -135,7 +136,8 @@ func (r *Retention) Checkpoint(ctx context.Context, tbl *table.Table, now time.T
 	return fresh, nil
 }
 
-// currentLog reads the changelog log the table names (an empty one if none).
+// currentLog reads the head of the changelog log the table names (an
+// empty log if none); its segments load as needed.
 func (r *Retention) currentLog(ctx context.Context, tbl *table.Table) (*changelog.LSMLog, error) {
 	path := tbl.Properties()[changelog.PropLSMChangelogLog]
 	if path == "" {
@@ -145,7 +147,7 @@ func (r *Retention) currentLog(ctx context.Context, tbl *table.Table) (*changelo
 	if err != nil {
 		return nil, fmt.Errorf("file IO: %w", err)
 	}
-	return changelog.ReadLSMLog(fsys, path)
+	return changelog.ReadLSMLogHead(fsys, path)
 }
 
 // expiredCheckpoints returns the oldest checkpoints the topic no longer
@@ -172,25 +174,25 @@ func expiredCheckpoints(cps []checkpoint, log *changelog.LSMLog, ret changelog.R
 // snapshot s: what retention.bytes bounds once the checkpoint before s goes
 // (like Kafka's, it counts whole segments: a checkpoint's span at a time).
 func loggedBytesAfter(log *changelog.LSMLog, s *table.Snapshot) int64 {
-	var n int64
-	for _, e := range log.Entries {
-		if e.SequenceNumber > s.SequenceNumber {
-			n += e.Bytes
-		}
-	}
-	return n
+	return log.BytesAfter(s.SequenceNumber)
 }
 
 // AfterExpire rewrites the changelog log in tx, which expires the snapshots
 // in expired: the log is the chain of snapshots from the oldest
 // checkpoint up to the main branch's oldest retained snapshot, drawn from
-// the old log, the expiring snapshots and the retained ones. The changelog
-// of every expiring or logged snapshot that leaves the chain is deleted
-// after the commit (Committed).
+// the old log, the expiring snapshots and the retained ones. Only the
+// log's head is rewritten: the old log's segments are loaded when the
+// checkpoint moves past them, and full tails are sealed into new ones. The
+// changelog of every expiring or logged snapshot that leaves the chain is
+// deleted after the commit (Committed).
 func (r *Retention) AfterExpire(ctx context.Context, tbl *table.Table, tx *table.Transaction, expired []table.Snapshot) error {
 	props := tbl.Properties()
 	if !changelog.IsLSMTable(props) {
 		return nil
+	}
+	segEntries, err := changelog.ParseLSMLogSegmentEntries(props)
+	if err != nil {
+		return err
 	}
 	fsys, err := tbl.FS(ctx)
 	if err != nil {
@@ -209,19 +211,29 @@ func (r *Retention) AfterExpire(ctx context.Context, tbl *table.Table, tx *table
 	if err != nil {
 		return err
 	}
-	next, broken, err := chainLog(staged.Metadata(), props, sp.buckets, old, expired, func(manifest string) (int64, error) {
+	if old.Len() > 0 && old.Buckets != sp.buckets {
+		return fmt.Errorf("changelog log of %s has %d buckets, the table %d", lakeName(tbl), old.Buckets, sp.buckets)
+	}
+	old.Buckets = sp.buckets
+	walk, err := walkLog(staged.Metadata(), props, sp.buckets, old, expired, func(manifest string) (int64, error) {
 		return changelogBytes(fsys, manifest)
 	})
 	if err != nil {
 		return fmt.Errorf("changelog log of %s: %w", lakeName(tbl), err)
 	}
+	next, goneLogged, segFiles, broken, err := nextLog(fsys, old, walk)
+	if err != nil {
+		return fmt.Errorf("changelog log of %s: %w", lakeName(tbl), err)
+	}
 	kept := map[int64]bool{}
-	for _, e := range next.Entries {
-		kept[e.SnapshotID] = true
+	if !broken {
+		for _, e := range walk.entries {
+			kept[e.SnapshotID] = true
+		}
 	}
 	var gone []string
-	for _, e := range old.Entries {
-		if !kept[e.SnapshotID] && staged.Metadata().SnapshotByID(e.SnapshotID) == nil && e.Manifest != "" {
+	for _, e := range goneLogged {
+		if staged.Metadata().SnapshotByID(e.SnapshotID) == nil && e.Manifest != "" {
 			gone = append(gone, e.Manifest)
 		}
 	}
@@ -231,7 +243,7 @@ func (r *Retention) AfterExpire(ctx context.Context, tbl *table.Table, tx *table
 			gone = append(gone, s.Summary.Properties[changelog.SummaryLSMManifest])
 		}
 	}
-	var dropped []string
+	dropped := segFiles
 	for _, m := range gone {
 		files, err := manifestFiles(fsys, m)
 		if err != nil {
@@ -239,21 +251,35 @@ func (r *Retention) AfterExpire(ctx context.Context, tbl *table.Table, tx *table
 		}
 		dropped = append(dropped, files...)
 	}
-	if broken && len(old.Entries) > 0 {
-		r.log.Warn().Str("table", lakeName(tbl)).Int("logged_snapshots", len(old.Entries)).
+	if broken && old.Len() > 0 {
+		r.log.Warn().Str("table", lakeName(tbl)).Int("logged_snapshots", old.Len()).
 			Msg("the table's history no longer leads from the oldest checkpoint to the main branch (a snapshot expired by another writer?): the changelog kept past expiry is dropped and the topic starts at the main branch")
 	}
 	// What left the topic at the previous expiry is deleted now, what
 	// leaves it now at the next one: a gateway that located one of those
-	// snapshots just before has a maintenance interval to read it.
+	// snapshots (or read the previous head's segments) just before has a
+	// maintenance interval to read it.
 	r.pending = slices.Clone(old.Dropped)
 	next.Dropped = dropped
-	if slices.Equal(entryIDs(old.Entries), entryIDs(next.Entries)) && len(dropped) == 0 && len(old.Dropped) == 0 {
+	if changelog.SameHead(old, next) && len(dropped) == 0 && len(old.Dropped) == 0 {
 		return nil
 	}
 	wfs, ok := fsys.(icebergio.WriteFileIO)
 	if !ok {
 		return fmt.Errorf("file IO %T cannot write", fsys)
+	}
+	lay := newLayout(tbl.Location())
+	sealed := 0
+	for len(next.Tail) >= segEntries {
+		path := lay.changelogLogSegment(next.Tail[segEntries-1].SequenceNumber)
+		body, err := next.Seal(segEntries, path)
+		if err != nil {
+			return err
+		}
+		if err := wfs.WriteFile(path, body); err != nil {
+			return fmt.Errorf("write %s: %w", path, err)
+		}
+		sealed++
 	}
 	body, err := changelog.EncodeLSMLog(*next)
 	if err != nil {
@@ -264,7 +290,7 @@ func (r *Retention) AfterExpire(ctx context.Context, tbl *table.Table, tx *table
 	if head != nil {
 		seq = head.SequenceNumber
 	}
-	path := newLayout(tbl.Location()).changelogLog(seq)
+	path := lay.changelogLog(seq)
 	if err := wfs.WriteFile(path, body); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
@@ -274,90 +300,125 @@ func (r *Retention) AfterExpire(ctx context.Context, tbl *table.Table, tx *table
 	if oldPath != "" {
 		r.pending = append(r.pending, oldPath)
 	}
-	r.log.Debug().Str("table", lakeName(tbl)).Int("logged_snapshots", len(next.Entries)).Int("files_to_remove", len(r.pending)).
-		Msg("changelog log rewritten")
+	r.log.Debug().Str("table", lakeName(tbl)).Int("logged_snapshots", next.Len()).Int("segments", len(next.Segments)).
+		Int("segments_sealed", sealed).Int("files_to_remove", len(r.pending)).Msg("changelog log rewritten")
 	return nil
 }
 
-// chainLog is the log after an expiry: walking back from the parent of the
-// main branch's oldest retained snapshot through the snapshots known
-// (retained, expiring, logged) until the oldest checkpoint. A chain that
-// does not reach a checkpoint logs nothing: without the checkpoint's live
-// rows the logged changes could not rebuild the table.
-func chainLog(meta table.Metadata, props map[string]string, buckets int, old *changelog.LSMLog, expired []table.Snapshot,
-	sizeOf func(manifest string) (int64, error)) (next *changelog.LSMLog, broken bool, err error) {
-	next = &changelog.LSMLog{Buckets: buckets}
+// logWalk is what an expiry adds to the changelog log.
+type logWalk struct {
+	// start is the oldest checkpoint, the snapshot the log starts after
+	// (nil: the log is empty).
+	start *table.Snapshot
+	// entries are the snapshots newly logged, oldest first.
+	entries []changelog.LSMLogEntry
+	// joined: entries continue the old log, which keeps what is after
+	// start; otherwise the old log is dropped whole.
+	joined bool
+	// broken: the history does not lead back to start; nothing is logged.
+	broken bool
+}
+
+// walkLog walks back from the parent of the main branch's oldest retained
+// snapshot through the retained and expiring snapshots until the oldest
+// checkpoint or the old log's last entry. A chain that reaches neither
+// logs nothing: without the checkpoint's live rows the logged changes
+// could not rebuild the table. Only the old log's head is read.
+func walkLog(meta table.Metadata, props map[string]string, buckets int, old *changelog.LSMLog, expired []table.Snapshot,
+	sizeOf func(manifest string) (int64, error)) (logWalk, error) {
 	cps := checkpoints(meta)
 	if len(cps) == 0 {
-		return next, false, nil
+		return logWalk{}, nil
 	}
-	start := cps[0].snap.SnapshotID
+	start := cps[0].snap
 	hist, err := changelog.MainHistory(meta)
 	if err != nil || len(hist) == 0 {
-		return next, false, err
+		return logWalk{}, err
 	}
-	if slices.ContainsFunc(hist, func(r changelog.SnapshotRef) bool { return r.SnapshotID == start }) {
+	if slices.ContainsFunc(hist, func(r changelog.SnapshotRef) bool { return r.SnapshotID == start.SnapshotID }) {
 		// The main branch still holds the oldest checkpoint: it keeps
 		// more than the changelog retention does (a slow writer under
 		// history.expire.min-snapshots-to-keep), and nothing needs to be
 		// logged. The walk below would pass the checkpoint's ancestors by
 		// and call the chain broken.
-		return next, false, nil
+		return logWalk{}, nil
+	}
+	first := meta.SnapshotByID(hist[0].SnapshotID)
+	if first == nil || first.ParentSnapshotID == nil {
+		return logWalk{}, nil
 	}
 	known := map[int64]*table.Snapshot{}
 	for i := range expired {
 		known[expired[i].SnapshotID] = &expired[i]
 	}
-	logged := map[int64]changelog.LSMLogEntry{}
-	for _, e := range old.Entries {
-		logged[e.SnapshotID] = e
-	}
-	first := meta.SnapshotByID(hist[0].SnapshotID)
-	var chain []changelog.LSMLogEntry
-	for cur := first.ParentSnapshotID; cur != nil && *cur != start; {
-		if len(chain) > len(logged)+len(known)+len(meta.Snapshots()) {
-			return nil, false, fmt.Errorf("snapshot %d: ancestry loops", *cur)
+	oldLast, hasOld := old.LastID()
+	w := logWalk{start: start}
+	for cur := *first.ParentSnapshotID; cur != start.SnapshotID; {
+		if hasOld && cur == oldLast {
+			w.joined = true
+			break
 		}
-		var e changelog.LSMLogEntry
-		if s := meta.SnapshotByID(*cur); s != nil {
-			if e, err = changelog.LogEntryOf(props, s, buckets); err != nil {
-				return nil, false, err
-			}
-		} else if s := known[*cur]; s != nil {
-			if e, err = changelog.LogEntryOf(props, s, buckets); err != nil {
-				return nil, false, err
-			}
-		} else if le, ok := logged[*cur]; ok {
-			e = le
-		} else {
-			return next, true, nil // the chain ends before the checkpoint
+		if len(w.entries) > len(known)+len(meta.Snapshots()) {
+			return logWalk{}, fmt.Errorf("snapshot %d: ancestry loops", cur)
 		}
-		if _, was := logged[e.SnapshotID]; !was && e.Manifest != "" {
+		s := meta.SnapshotByID(cur)
+		if s == nil {
+			s = known[cur]
+		}
+		if s == nil {
+			return logWalk{broken: true}, nil // the chain ends before the checkpoint
+		}
+		e, err := changelog.LogEntryOf(props, s, buckets)
+		if err != nil {
+			return logWalk{}, err
+		}
+		if e.Manifest != "" {
 			if e.Bytes, err = sizeOf(e.Manifest); err != nil {
-				return nil, false, err
+				return logWalk{}, err
 			}
 		}
-		chain = append(chain, e)
+		w.entries = append(w.entries, e)
 		if e.ParentID < 0 {
-			return next, true, nil
+			return logWalk{broken: true}, nil
 		}
-		parent := e.ParentID
-		cur = &parent
+		cur = e.ParentID
 	}
-	if first.ParentSnapshotID == nil {
-		return next, false, nil
-	}
-	slices.Reverse(chain)
-	next.Entries = chain
-	return next, false, nil
+	slices.Reverse(w.entries)
+	return w, nil
 }
 
-func entryIDs(es []changelog.LSMLogEntry) []int64 {
-	out := make([]int64, len(es))
-	for i, e := range es {
-		out[i] = e.SnapshotID
+// nextLog is the old log after walk: cut to what follows the checkpoint
+// and extended by the walked entries, or replaced by them. It returns the
+// logged entries that left the log and the segment files dropped whole;
+// broken reports a log that did not lead from the checkpoint after all,
+// which is dropped.
+func nextLog(fsys icebergio.IO, old *changelog.LSMLog, walk logWalk) (next *changelog.LSMLog, gone []changelog.LSMLogEntry, files []string, broken bool, err error) {
+	next = old.Clone()
+	next.Dropped = nil
+	cut := int64(math.MaxInt64)
+	if walk.joined {
+		cut = walk.start.SequenceNumber
 	}
-	return out
+	if gone, files, err = next.DropThrough(fsys, cut); err != nil {
+		return nil, nil, nil, false, err
+	}
+	broken = walk.broken
+	if walk.joined {
+		if s, ok := next.StartID(); !ok || s != walk.start.SnapshotID {
+			broken = true
+		}
+	}
+	if broken {
+		rest, restFiles, err := next.DropThrough(fsys, math.MaxInt64)
+		if err != nil {
+			return nil, nil, nil, false, err
+		}
+		return next, append(gone, rest...), append(files, restFiles...), true, nil
+	}
+	if err := next.Append(walk.entries); err != nil {
+		return nil, nil, nil, false, err
+	}
+	return next, gone, files, false, nil
 }
 
 // manifestFiles returns a changelog manifest and the changelog files it
@@ -479,6 +540,9 @@ func (r *Retention) KeepFiles(ctx context.Context, tbl *table.Table) (map[string
 		log, err := r.currentLog(ctx, tbl)
 		if err != nil {
 			return nil, err
+		}
+		for _, sg := range log.Segments {
+			keep[sg.Path] = true
 		}
 		for _, f := range log.Dropped {
 			keep[f] = true // the next expiry deletes them

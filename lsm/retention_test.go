@@ -20,7 +20,7 @@ func TestExpiredCheckpointsByAgeAndBytes(t *testing.T) {
 	cps := []checkpoint{cp(10, 9000), cp(20, 6000), cp(30, 3000), cp(40, 0)}
 	log := &changelog.LSMLog{Buckets: 1}
 	for seq := int64(11); seq <= 39; seq++ {
-		log.Entries = append(log.Entries, changelog.LSMLogEntry{SnapshotID: seq, SequenceNumber: seq, Counts: []int64{1}, Bytes: 100})
+		log.Tail = append(log.Tail, changelog.LSMLogEntry{SnapshotID: seq, SequenceNumber: seq, Counts: []int64{1}, Bytes: 100})
 	}
 	for _, tc := range []struct {
 		name string

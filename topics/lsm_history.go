@@ -38,7 +38,8 @@ func (w *watcher) history(tbl *table.Table) ([]changelog.SnapshotRef, error) {
 }
 
 // loadLog reads the changelog log the table names, once per file (a log
-// file is never rewritten in place: maintenance writes a new one).
+// file is never rewritten in place: maintenance writes a new one), taking
+// the segments the previous log already loaded from it.
 func (w *watcher) loadLog(ctx context.Context, tbl *table.Table) (*changelog.LSMLog, error) {
 	path := tbl.Properties()[changelog.PropLSMChangelogLog]
 	if path == "" {
@@ -51,7 +52,7 @@ func (w *watcher) loadLog(ctx context.Context, tbl *table.Table) (*changelog.LSM
 	if err != nil {
 		return nil, fmt.Errorf("file IO: %w", err)
 	}
-	log, err := changelog.ReadLSMLog(fs, path)
+	log, err := changelog.ReadLSMLog(fs, path, w.lsmLog)
 	if err != nil {
 		return nil, err
 	}
