@@ -1,8 +1,10 @@
 package changelog
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/apache/iceberg-go"
@@ -186,26 +188,51 @@ func ReadLSMLog(fs icebergio.IO, path string, prev *LSMLog) (*LSMLog, error) {
 	return l, nil
 }
 
-// Snapshot returns the logged snapshot id as a table snapshot carrying what
-// derive.Derive and CountsFromSummary read (nil when not logged): the summary
-// names its changelog manifest and counts as its writer's did.
-func (l *LSMLog) Snapshot(id int64) *table.Snapshot {
+// Snapshot returns the logged snapshot id, whose sequence number is seq, as
+// a table snapshot carrying what derive.Derive and CountsFromSummary read
+// (nil when not logged): the summary names its changelog manifest and
+// counts as its writer's did. Entries are ordered by sequence number, so
+// the lookup is a binary search, not a walk of a week of entries.
+func (l *LSMLog) Snapshot(id, seq int64) *table.Snapshot {
+	e := l.entryAt(seq)
+	if e == nil || e.SnapshotID != id {
+		return nil
+	}
+	parent, schema := e.ParentID, e.SchemaID
+	props := iceberg.Properties{SummaryLSMCounts: EncodeLSMCounts(e.Counts)}
+	if e.Manifest != "" {
+		props[SummaryLSMManifest] = e.Manifest
+	}
+	return &table.Snapshot{SnapshotID: e.SnapshotID, ParentSnapshotID: &parent, SequenceNumber: e.SequenceNumber,
+		TimestampMs: e.TimestampMs, SchemaID: &schema,
+		Summary: &table.Summary{Operation: table.Operation(e.Operation), Properties: props}}
+}
+
+// entryAt returns the loaded entry with sequence number seq (nil: none).
+func (l *LSMLog) entryAt(seq int64) *LSMLogEntry {
 	if l == nil {
 		return nil
 	}
-	for e := range l.All() {
-		if e.SnapshotID == id {
-			parent, schema := e.ParentID, e.SchemaID
-			props := iceberg.Properties{SummaryLSMCounts: EncodeLSMCounts(e.Counts)}
-			if e.Manifest != "" {
-				props[SummaryLSMManifest] = e.Manifest
-			}
-			return &table.Snapshot{SnapshotID: e.SnapshotID, ParentSnapshotID: &parent, SequenceNumber: e.SequenceNumber,
-				TimestampMs: e.TimestampMs, SchemaID: &schema,
-				Summary: &table.Summary{Operation: table.Operation(e.Operation), Properties: props}}
+	in := func(es []LSMLogEntry) *LSMLogEntry {
+		i, ok := slices.BinarySearchFunc(es, seq, func(e LSMLogEntry, s int64) int { return cmp.Compare(e.SequenceNumber, s) })
+		if !ok {
+			return nil
 		}
+		return &es[i]
 	}
-	return nil
+	i, ok := slices.BinarySearchFunc(l.Segments, seq, func(sg LSMLogSegment, s int64) int {
+		switch {
+		case sg.LastSeq < s:
+			return -1
+		case sg.FirstSeq > s:
+			return 1
+		}
+		return 0
+	})
+	if ok {
+		return in(l.sealed[i])
+	}
+	return in(l.Tail)
 }
 
 // LSMLogs are the changelog logs a topic may still read from: the current
@@ -213,10 +240,11 @@ func (l *LSMLog) Snapshot(id int64) *table.Snapshot {
 // before the index moved past them.
 type LSMLogs []*LSMLog
 
-// Snapshot looks id up in each log in turn (nil: in none).
-func (ls LSMLogs) Snapshot(id int64) *table.Snapshot {
+// Snapshot looks id (sequence number seq) up in each log in turn (nil: in
+// none).
+func (ls LSMLogs) Snapshot(id, seq int64) *table.Snapshot {
 	for _, l := range ls {
-		if s := l.Snapshot(id); s != nil {
+		if s := l.Snapshot(id, seq); s != nil {
 			return s
 		}
 	}

@@ -123,6 +123,23 @@ func TestLSMLogSegmentsModel(t *testing.T) {
 				}
 			}
 		}
+		for _, e := range model {
+			s := fresh.Snapshot(e.SnapshotID, e.SequenceNumber)
+			if s == nil || s.SnapshotID != e.SnapshotID || s.Summary.Properties[SummaryLSMManifest] != e.Manifest {
+				t.Fatalf("step %d: snapshot %d (sequence number %d) looked up as %+v", step, e.SnapshotID, e.SequenceNumber, s)
+			}
+			if s := fresh.Snapshot(e.SnapshotID+1, e.SequenceNumber); s != nil {
+				t.Fatalf("step %d: sequence number %d found under the wrong id %d", step, e.SequenceNumber, e.SnapshotID+1)
+			}
+		}
+		for _, seq := range []int64{0, nextSeq} {
+			if len(model) > 0 && seq == 0 {
+				seq = model[0].SequenceNumber - 1
+			}
+			if s := fresh.Snapshot(1000+seq, seq); s != nil {
+				t.Fatalf("step %d: sequence number %d is not in the log, found %d", step, seq, s.SnapshotID)
+			}
+		}
 		prev = fresh
 		var n int64
 		for _, e := range model {

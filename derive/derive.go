@@ -63,7 +63,7 @@ func Derive(ctx context.Context, tbl *table.Table, snap changelog.SnapshotRef, o
 func snapshotChanges(tbl *table.Table, snap changelog.SnapshotRef, opts Options) (*table.Snapshot, *changelog.Changes, error) {
 	s := tbl.Metadata().SnapshotByID(snap.SnapshotID)
 	if s == nil {
-		s = opts.Retained.Snapshot(snap.SnapshotID)
+		s = opts.Retained.Snapshot(snap.SnapshotID, snap.SequenceNumber)
 	}
 	if s == nil {
 		return nil, nil, fmt.Errorf("snapshot %d is not in the metadata of %s", snap.SnapshotID, tableName(tbl))

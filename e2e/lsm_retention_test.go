@@ -122,7 +122,7 @@ func TestLSMTopicKeepsRetentionPastSnapshotExpiry(t *testing.T) {
 	for _, h := range hist[1:] {
 		s := tbl.Metadata().SnapshotByID(h.SnapshotID)
 		if s == nil {
-			s = log.Snapshot(h.SnapshotID)
+			s = log.Snapshot(h.SnapshotID, h.SequenceNumber)
 		}
 		counts, ok, err := changelog.CountsFromSummary(tbl.Properties(), s, buckets)
 		if err != nil || !ok {

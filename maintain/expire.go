@@ -46,7 +46,10 @@ func (p *pass) expire(ctx context.Context, rep *ExpiryReport) error {
 		if changelogPin != nil {
 			rep.MaxAge, rep.Pin = ret.maxAge, *changelogPin
 		} else {
-			rep.MaxAge, rep.Pin = p.pinnedAge(ctx, ret, now, tbl.Metadata().Snapshots())
+			rep.MaxAge, rep.Pin, err = p.pinnedAge(ctx, ret, now, tbl.Metadata())
+			if err != nil {
+				return false, err
+			}
 		}
 		if err := tx.ExpireSnapshots(table.WithOlderThan(rep.MaxAge), table.WithRetainLast(ret.minSnapshots),
 			table.WithPostCommit(false)); err != nil {
@@ -134,46 +137,47 @@ func (p *pass) beforeExpire(ctx context.Context) (*PinReport, error) {
 // pinnedAge is the snapshot age to keep: the table's own, stretched back to
 // the oldest snapshot a committed group offset still needs, but never past
 // lakegw.consumer.max-pin, nor past the newest
-// lakegw.consumer.max-pin-snapshots snapshots.
-func (p *pass) pinnedAge(ctx context.Context, ret retention, now time.Time, snaps []table.Snapshot) (time.Duration, PinReport) {
+// lakegw.consumer.max-pin-snapshots snapshots of the main branch (the
+// topic's history: tagged snapshots and other branches are kept by their
+// refs and count against no pin).
+func (p *pass) pinnedAge(ctx context.Context, ret retention, now time.Time, meta table.Metadata) (time.Duration, PinReport, error) {
 	pin := PinReport{Topic: p.opts.Topic}
 	if p.opts.Pin == nil {
-		return ret.maxAge, pin
+		return ret.maxAge, pin, nil
 	}
 	oldest, ok := p.opts.Pin(ctx, p.opts.Topic)
 	if !ok {
-		return ret.maxAge, pin
+		return ret.maxAge, pin, nil
 	}
 	need := now.Sub(time.UnixMilli(oldest)) + pinSlack
 	if need <= ret.maxAge {
-		return ret.maxAge, pin
+		return ret.maxAge, pin, nil
 	}
 	pin.Pinned, pin.OldestNeededMs, pin.HeldBy = true, oldest, HeldBySnapshots
 	if need > ret.maxPin {
 		pin.CappedBy = changelog.PropMaxPinMs
 		need = max(ret.maxPin, ret.maxAge)
 	}
-	if byCount, ok := pinnedCountAge(snaps, ret.maxPinSnapshots, now); ok && need > byCount {
+	main, err := changelog.MainHistory(meta)
+	if err != nil {
+		return 0, pin, fmt.Errorf("main branch history: %w", err)
+	}
+	if byCount, ok := pinnedCountAge(main, ret.maxPinSnapshots, now); ok && need > byCount {
 		pin.CappedBy = changelog.PropMaxPinSnapshots
 		need = max(byCount, ret.maxAge)
 	}
-	return need, pin
+	return need, pin, nil
 }
 
-// pinnedCountAge is the age that keeps the newest max snapshots (and those
-// within pinSlack of the oldest of them); ok is false when the table has no
-// more than that.
-func pinnedCountAge(snaps []table.Snapshot, maxSnaps int, now time.Time) (time.Duration, bool) {
+// pinnedCountAge is the age that keeps the newest max of the main branch's
+// snapshots (oldest first), and those within pinSlack of the oldest of
+// them; ok is false when the branch has no more than that.
+func pinnedCountAge(main []changelog.SnapshotRef, maxSnaps int, now time.Time) (time.Duration, bool) {
 	maxSnaps = max(maxSnaps, 1)
-	if len(snaps) <= maxSnaps {
+	if len(main) <= maxSnaps {
 		return 0, false
 	}
-	ts := make([]int64, len(snaps))
-	for i, s := range snaps {
-		ts[i] = s.TimestampMs
-	}
-	slices.Sort(ts)
-	return now.Sub(time.UnixMilli(ts[len(ts)-maxSnaps])) + pinSlack, true
+	return now.Sub(time.UnixMilli(main[len(main)-maxSnaps].TimestampMs)) + pinSlack, true
 }
 
 // changelogHold is what a consumer's pin asks of an LSM table's changelog:

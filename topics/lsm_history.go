@@ -62,11 +62,11 @@ func (w *watcher) loadLog(ctx context.Context, tbl *table.Table) (*changelog.LSM
 
 // snapshotOf finds a snapshot of the topic's history in the table metadata
 // or, once expired, in the changelog log.
-func snapshotOf(tbl *table.Table, log *changelog.LSMLog, id int64) *table.Snapshot {
-	if s := tbl.Metadata().SnapshotByID(id); s != nil {
+func snapshotOf(tbl *table.Table, log *changelog.LSMLog, ref changelog.SnapshotRef) *table.Snapshot {
+	if s := tbl.Metadata().SnapshotByID(ref.SnapshotID); s != nil {
 		return s
 	}
-	return log.Snapshot(id)
+	return log.Snapshot(ref.SnapshotID, ref.SequenceNumber)
 }
 
 // startAt moves an empty index to where the table says the offsets of

@@ -368,7 +368,7 @@ func (w *watcher) appendSnapshots(ctx context.Context, tbl *table.Table, refs []
 		}
 		// lakegw LSM tables record their counts in the snapshot summary:
 		// index without reading a file; fetches read the changelog files.
-		counts, ok, err := changelog.CountsFromSummary(tbl.Properties(), snapshotOf(tbl, t.retained.Load(), ref.SnapshotID), t.Config.Partitions)
+		counts, ok, err := changelog.CountsFromSummary(tbl.Properties(), snapshotOf(tbl, t.retained.Load(), ref), t.Config.Partitions)
 		if err != nil {
 			return err
 		}
