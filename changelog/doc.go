@@ -2,7 +2,9 @@
 // change: op, before-image, after-image, key, snapshot, sequence number,
 // partition), the record formats (debezium-json, canal-json, upsert, json)
 // and the Kafka key partitioner, the main-branch history of a table
-// (SnapshotRef, MainHistory), and the changelog files of lakegw's LSM
+// (SnapshotRef, MainHistory, and the pinned log that keeps expired snapshots
+// a consumer still needs: PinnedLog, PinnedHistory, WithPinned), and the
+// changelog files of lakegw's LSM
 // tables: their schema, manifests, changelog log, end offsets and the
 // lakegw.* retention properties.
 //

@@ -8,7 +8,13 @@
 // the writers' commit cost grows with the history. Run keeps the snapshots,
 // the metadata files, the manifest list and the data files bounded.
 //
-// It may import lake/, changelog/ (IsLSMTable and the table property names only),
+// A consumer's pin on a table that is not an LSM table is held by the
+// table's pinned log (changelog.PinnedLog, pinned_log.go): the snapshots
+// expire by the table's own retention and those still needed are listed
+// there, their files kept, so the metadata file stays small.
+//
+// It may import lake/, changelog/ (IsLSMTable, the table property names and
+// the pinned log),
 // internal/sizedlru (its ManifestCache) and iceberg-go; it must not import
 // protocol/, fetch/, topics/ or state/.
 // Consumers' pins and lakegw LSM changelog retention come in through

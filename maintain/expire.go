@@ -35,7 +35,11 @@ func (p *pass) expire(ctx context.Context, rep *ExpiryReport) error {
 			return err
 		}
 	}
-	var expired []table.Snapshot
+	var (
+		expired []table.Snapshot
+		pinned  pinnedChange
+		written []string
+	)
 	base, committed, err := p.commitStepWith(ctx, "snapshot expiry", func(ctx context.Context, tbl *table.Table, tx *table.Transaction) (bool, error) {
 		now := time.Now()
 		ret, err := retentionOf(tbl.Properties(), p.opts)
@@ -43,9 +47,15 @@ func (p *pass) expire(ctx context.Context, rep *ExpiryReport) error {
 			return false, err
 		}
 		*rep = ExpiryReport{SnapshotsBefore: len(tbl.Metadata().Snapshots()), MinSnapshots: ret.minSnapshots}
-		if changelogPin != nil {
+		var holdFromMs int64
+		logsPins := p.logsPins(tbl)
+		switch {
+		case changelogPin != nil:
 			rep.MaxAge, rep.Pin = ret.maxAge, *changelogPin
-		} else {
+		case logsPins:
+			rep.MaxAge = ret.maxAge
+			rep.Pin, holdFromMs = p.snapshotHold(ctx, ret, now)
+		default:
 			rep.MaxAge, rep.Pin, err = p.pinnedAge(ctx, ret, now, tbl.Metadata())
 			if err != nil {
 				return false, err
@@ -61,7 +71,27 @@ func (p *pass) expire(ctx context.Context, rep *ExpiryReport) error {
 		}
 		expired = expiredSnapshots(tbl, staged.Table)
 		rep.Expired = len(expired)
-		if len(expired) == 0 {
+		pinned = pinnedChange{}
+		if logsPins || tbl.Properties()[changelog.PropPinnedLog] != "" {
+			// A table whose pins are no longer logged (made an LSM table,
+			// or maintained without pins) lets its log go.
+			var capped *PinReport
+			if pinned, capped, err = nextPinnedLog(ctx, tbl, staged.Metadata(), expired, holdFromMs, ret.maxPinSnapshots); err != nil {
+				return false, err
+			}
+			if capped != nil && rep.Pin.CappedBy == "" {
+				rep.Pin.CappedBy = capped.CappedBy
+			}
+			rep.Logged = pinned.next.Len()
+			if pinned.changed() {
+				ev := p.log.Debug().Int64("hold_from_ms", holdFromMs).Int("logged_before", pinned.old.Len()).Int("logged", pinned.next.Len())
+				if pinned.next.Len() > 0 {
+					ev = ev.Int64("first_logged_sequence_number", pinned.next.Snapshots[0].SequenceNumber)
+				}
+				ev.Msg("pinned log moves")
+			}
+		}
+		if len(expired) == 0 && !pinned.changed() {
 			return false, nil
 		}
 		if p.opts.Retention != nil && !p.opts.DryRun {
@@ -71,25 +101,43 @@ func (p *pass) expire(ctx context.Context, rep *ExpiryReport) error {
 		}
 		if p.opts.DryRun {
 			// What would be removed, from the staged metadata.
-			files, err := unreferencedFiles(ctx, p.opts.Manifests, tbl, staged.Table, expired)
+			files, err := unreferencedFiles(ctx, p.opts.Manifests, tbl, staged.Table, pinned.logged(), pinned.goneOf(expired))
 			rep.FilesRemoved = len(files)
 			return true, err
 		}
+		if err := pinned.stage(ctx, tbl, tx); err != nil {
+			return false, err
+		}
+		if pinned.nextPath != "" {
+			written = append(written, pinned.nextPath)
+		}
 		return true, nil
 	}, p.commitUnpinned)
+	if committed != nil {
+		// A log written by an attempt that lost its race names nothing.
+		written = slices.DeleteFunc(written, func(f string) bool { return f == committed.Properties()[changelog.PropPinnedLog] })
+	}
+	if len(written) > 0 && base != nil {
+		if _, rmErr := lake.RemoveFiles(ctx, base, written); rmErr != nil {
+			p.log.Warn().Err(rmErr).Msg("cannot remove pinned logs no commit named; orphan cleanup will")
+		}
+	}
 	if err != nil || committed == nil {
 		return err
 	}
-	p.log.Info().Int("expired", len(expired)).Int("retained", len(committed.Metadata().Snapshots())).
+	p.log.Info().Int("expired", len(expired)).Int("retained", len(committed.Metadata().Snapshots())).Int("logged", rep.Logged).
 		Dur("max_age", rep.MaxAge).Bool("pinned", rep.Pin.Pinned).Msg("expired snapshots")
 	if p.opts.Retention != nil {
 		if err := p.opts.Retention.Committed(ctx, committed); err != nil {
 			return fmt.Errorf("retention hook after expiry commit of %s: %w", p.name, err)
 		}
 	}
-	files, err := unreferencedFiles(ctx, p.opts.Manifests, base, committed, expired)
+	files, err := unreferencedFiles(ctx, p.opts.Manifests, base, committed, pinned.logged(), pinned.goneOf(expired))
 	if err != nil {
 		return fmt.Errorf("files of expired snapshots of %s: %w", p.name, err)
+	}
+	if pinned.changed() && pinned.oldPath != "" {
+		files = append(files, pinned.oldPath)
 	}
 	n, err := lake.RemoveFiles(ctx, committed, files)
 	rep.FilesRemoved = n
@@ -185,7 +233,15 @@ func pinnedCountAge(main []changelog.SnapshotRef, maxSnaps int, now time.Time) (
 // lakegw.consumer.max-pin (0: nothing pinned). The report calls it pinned
 // when it reaches past the snapshots the table keeps anyway.
 func (p *pass) changelogHold(ctx context.Context, ret retention, now time.Time) (PinReport, int64) {
-	pin := PinReport{Topic: p.opts.Topic, HeldBy: HeldByChangelog}
+	return p.hold(ctx, ret, now, HeldByChangelog)
+}
+
+// hold is the commit time (ms) from which a consumer's pin needs history
+// kept by heldBy, cut at lakegw.consumer.max-pin (0: nothing pinned). The
+// report calls it pinned when it reaches past the snapshots the table
+// keeps anyway.
+func (p *pass) hold(ctx context.Context, ret retention, now time.Time, heldBy string) (PinReport, int64) {
+	pin := PinReport{Topic: p.opts.Topic, HeldBy: heldBy}
 	if p.opts.Pin == nil {
 		return pin, 0
 	}

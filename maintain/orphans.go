@@ -66,8 +66,23 @@ func (p *pass) removeOrphans(ctx context.Context, rep *OrphanReport) error {
 }
 
 // keepFile returns the predicate of unreferenced files orphan cleanup must
-// keep.
+// keep: an LSM table's changelog, and whatever the snapshots of a pinned
+// log reference.
 func (p *pass) keepFile(ctx context.Context, tbl *table.Table) (func(string) bool, error) {
+	pinned, err := pinnedKeep(ctx, p.opts.Manifests, tbl)
+	if err != nil {
+		return nil, fmt.Errorf("orphan cleanup of %s: %w", p.name, err)
+	}
+	keep, err := p.keepChangelog(ctx, tbl)
+	if err != nil || len(pinned) == 0 {
+		return keep, err
+	}
+	return func(f string) bool { return pinned[pathKey(f)] || keep(f) }, nil
+}
+
+// keepChangelog returns the predicate of the LSM changelog files orphan
+// cleanup must keep.
+func (p *pass) keepChangelog(ctx context.Context, tbl *table.Table) (func(string) bool, error) {
 	if p.opts.Retention != nil {
 		files, err := p.opts.Retention.KeepFiles(ctx, tbl)
 		if err != nil {

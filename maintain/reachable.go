@@ -3,27 +3,29 @@ package maintain
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/apache/iceberg-go/table"
 )
 
 // unreferencedFiles lists the files the expired snapshots of before
 // referenced (manifest lists, manifests, data and delete files, statistics)
-// that no snapshot of after references. Only live entries of after's
+// that no snapshot of after, nor a pinned one (expired from the table but
+// listed in its pinned log), references. Only live entries of after's
 // manifests count as references: a file a retained snapshot records as
 // DELETED is live in no retained snapshot.
 //
 // It needs every manifest of after (as iceberg-go's own post-commit
 // cleanup does) and the manifests only expired snapshots had; cache says
 // what those it read before hold, so a pass reads only what is new.
-func unreferencedFiles(ctx context.Context, cache *ManifestCache, before, after *table.Table, expired []table.Snapshot) ([]string, error) {
+func unreferencedFiles(ctx context.Context, cache *ManifestCache, before, after *table.Table, pinned, expired []table.Snapshot) ([]string, error) {
 	fsys, err := before.FS(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("file IO: %w", err)
 	}
 	live := make(map[string]bool)
 	liveManifests := make(map[string]bool)
-	for _, s := range after.Metadata().Snapshots() {
+	for _, s := range append(slices.Clone(after.Metadata().Snapshots()), pinned...) {
 		live[s.ManifestList] = true
 		mans, err := cache.manifests(fsys, s)
 		if err != nil {

@@ -63,6 +63,9 @@ type ExpiryReport struct {
 	MaxAge       time.Duration
 	MinSnapshots int
 	Pin          PinReport
+	// Logged is how many expired snapshots the table's pinned log holds
+	// for consumers after this expiry.
+	Logged int
 	// FilesRemoved counts manifest lists, manifests and data/delete files
 	// that only expired snapshots referenced.
 	FilesRemoved int
@@ -93,6 +96,9 @@ func (p PinReport) Capped() bool { return p.CappedBy != "" }
 const (
 	HeldBySnapshots = "snapshots"
 	HeldByChangelog = "changelog"
+	// HeldByPinnedLog: expired snapshots listed in the table's pinned
+	// log (changelog.PinnedLog), their files kept.
+	HeldByPinnedLog = "pinned log"
 )
 
 // OrphanReport is the orphan cleanup step.
@@ -131,6 +137,9 @@ func (r Report) String() string {
 	}
 	e := r.Expiry
 	fmt.Fprintf(&b, "  snapshots expired:   %d of %d (keep %s and at least %d)\n", e.Expired, e.SnapshotsBefore, e.MaxAge, e.MinSnapshots)
+	if e.Logged > 0 {
+		fmt.Fprintf(&b, "  pinned log:          %d expired snapshots kept for consumers\n", e.Logged)
+	}
 	fmt.Fprintf(&b, "  files removed:       %d (referenced only by expired snapshots)\n", e.FilesRemoved)
 	switch {
 	case e.Pin.Pinned && e.Pin.Capped():

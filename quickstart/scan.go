@@ -85,5 +85,12 @@ func (d *Demo) RowsAt(ctx context.Context, snapshotID int64) (map[int64]Order, e
 	if err != nil {
 		return nil, fmt.Errorf("load %v: %w", d.opts.Table, err)
 	}
+	return RowsOf(ctx, tbl, snapshotID)
+}
+
+// RowsOf reads the live rows of a state of the demo table (a view that
+// holds snapshots the catalog's metadata expired, for one) at one snapshot
+// with an iceberg-go scan.
+func RowsOf(ctx context.Context, tbl *table.Table, snapshotID int64) (map[int64]Order, error) {
 	return scanOrders(ctx, tbl, table.WithSnapshotID(snapshotID))
 }

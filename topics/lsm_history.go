@@ -29,10 +29,11 @@ func (w *watcher) refreshLog(ctx context.Context, tbl *table.Table) error {
 
 // history returns the topic's snapshots, oldest first: the main branch,
 // preceded for a lakegw LSM table by the checkpoint and the expired
-// snapshots its changelog log keeps (changelog.LSMHistory).
+// snapshots its changelog log keeps (changelog.LSMHistory), for any other
+// by the snapshots its pinned log keeps (pinnedHistory).
 func (w *watcher) history(tbl *table.Table) ([]changelog.SnapshotRef, error) {
 	if !changelog.IsLSMTable(tbl.Properties()) {
-		return changelog.MainHistory(tbl.Metadata())
+		return w.pinnedHistory(tbl)
 	}
 	return changelog.LSMHistory(tbl.Metadata(), w.topic.retained.Load())
 }

@@ -36,6 +36,10 @@ type Topic struct {
 	// the one before it, which still lists the snapshots a move of the
 	// log start just dropped from the index (as prevTbl does).
 	retained, prevRetained atomic.Pointer[changelog.LSMLog]
+	// pinned is a view of the table that also holds the snapshots its
+	// pinned log keeps (nil: none), stored before the table metadata
+	// that expired them; prevPinned the one before it.
+	pinned, prevPinned atomic.Pointer[table.Table]
 
 	mu      sync.Mutex
 	changed chan struct{}
@@ -66,14 +70,24 @@ func (t *Topic) setTable(tbl *table.Table) {
 	}
 }
 
-// tableFor returns the newest published table state that holds snapshot
-// id: a segment located just before a realignment dropped it is still
-// derived from the state it was indexed from.
+// tableFor returns the newest table state that holds snapshot id, with
+// its parent if any does (deriving its changes reads both): a segment
+// located just before a realignment dropped it is still derived from the
+// state it was indexed from, and a snapshot a pin keeps past the table's
+// retention from the view that holds the pinned log.
 func (t *Topic) tableFor(id int64) *table.Table {
 	tbl := t.Table()
-	if tbl.Metadata().SnapshotByID(id) == nil {
-		if prev := t.prevTbl.Load(); prev != nil && prev.Metadata().SnapshotByID(id) != nil {
-			return prev
+	if holdsWithParent(tbl, id) {
+		return tbl
+	}
+	for _, other := range []*table.Table{t.prevTbl.Load(), t.pinned.Load(), t.prevPinned.Load()} {
+		if other != nil && holdsWithParent(other, id) {
+			return other
+		}
+	}
+	for _, other := range []*table.Table{t.prevTbl.Load(), t.pinned.Load(), t.prevPinned.Load()} {
+		if other != nil && other.Metadata().SnapshotByID(id) != nil {
+			return other
 		}
 	}
 	return tbl

@@ -31,6 +31,11 @@ type watcher struct {
 	// read (see refreshLog).
 	lsmLogPath string
 	lsmLog     *changelog.LSMLog
+	// pinnedPath, pinnedLog and pinnedIDs are the pinned log of any other
+	// table as last read (see refreshPinned).
+	pinnedPath string
+	pinnedLog  *changelog.PinnedLog
+	pinnedIDs  map[int64]bool
 	lastMeta   string
 	lastErr    string
 	// failures counts the polls in a row that failed: a damaged table is
@@ -195,6 +200,9 @@ func (w *watcher) sync(ctx context.Context) error {
 	if err := w.refreshLog(ctx, tbl); err != nil {
 		return err
 	}
+	if err := w.refreshPinned(ctx, tbl); err != nil {
+		return err
+	}
 	// index publishes tbl once the index agrees with it: fetches must not
 	// look up an indexed snapshot in a table state that expired it.
 	if err := w.index(ctx, tbl); err != nil {
@@ -287,7 +295,7 @@ func (w *watcher) newSnapshots(tbl *table.Table) (refs []changelog.SnapshotRef, 
 	}
 	first, _ := idx.First()
 	meta := tbl.Metadata()
-	if meta.SnapshotByID(first.SnapshotID) == nil {
+	if !w.holdsSnapshot(tbl, first.SnapshotID) {
 		return nil, false, nil
 	}
 	return changelog.MainHistorySince(meta, changelog.SnapshotRef{SnapshotID: last.SnapshotID, SequenceNumber: last.SequenceNumber})
@@ -311,7 +319,7 @@ func (w *watcher) realign(ctx context.Context, tbl *table.Table) error {
 		indexed = t.Index.Snapshots()
 		_, start = alignHistory(indexed, hist)
 	}
-	if start < 0 && len(hist) > 0 && hasExpiredParent(tbl, hist[0].SnapshotID) && !indexedAny(indexed, hist) {
+	if start < 0 && len(hist) > 0 && hasExpiredParent(w.readable(tbl, hist[0].SnapshotID), hist[0].SnapshotID) && !indexedAny(indexed, hist) {
 		// Every indexed snapshot expired while we were away: that is not a
 		// rewrite, the topic goes on after its current end with the live
 		// rows of the oldest retained snapshot.
@@ -374,7 +382,7 @@ func (w *watcher) appendSnapshots(ctx context.Context, tbl *table.Table, refs []
 		}
 		var c *changelog.Changes
 		if !ok {
-			if c, err = derive.Derive(ctx, tbl, ref, t.deriveOptions()); err != nil {
+			if c, err = derive.Derive(ctx, w.readable(tbl, ref.SnapshotID), ref, t.deriveOptions()); err != nil {
 				return fmt.Errorf("snapshot %d (sequence number %d): %w", ref.SnapshotID, ref.SequenceNumber, err)
 			}
 			counts = c.CountByPartition()
@@ -500,7 +508,7 @@ func (w *watcher) freshEpoch(ctx context.Context, tbl *table.Table) error {
 func (w *watcher) addPrefix(ctx context.Context, tbl *table.Table, ref changelog.SnapshotRef, what string,
 	index func(counts []int64) error) (*changelog.Changes, error) {
 	t := w.topic
-	c, err := derive.ReadSnapshot(ctx, tbl, ref, t.deriveOptions())
+	c, err := derive.ReadSnapshot(ctx, w.readable(tbl, ref.SnapshotID), ref, t.deriveOptions())
 	if err != nil {
 		return nil, fmt.Errorf("%s, snapshot %d: %w", what, ref.SnapshotID, err)
 	}

@@ -15,7 +15,7 @@ import (
 )
 
 // Consumers pin history (issue #11): a committed group offset still needs
-// the snapshot holding it and every later one, so maintenance must not
+// the snapshot holding the record before it and every later one, so maintenance must not
 // expire them (up to the topic's lakegw.consumer.max-pin). Groups left
 // empty lose their offsets after --offsets-retention, so dead groups pin
 // nothing.
@@ -44,7 +44,12 @@ type committedOffsets interface {
 }
 
 // pin is one committed offset that holds table history: the snapshot
-// holding the offset, and every later one, are still needed.
+// holding the last record the group consumed (the one before its offset),
+// and every later one, are still needed. The last consumed record is what
+// a Kafka client validates its position with (OffsetForLeaderEpoch with
+// that record's epoch): were its snapshot compacted into the log start,
+// the group would be told its records were lost and read the compacted
+// prefix again.
 type pin struct {
 	Group       string
 	Partition   int32
@@ -59,10 +64,12 @@ func (p pin) String() string {
 }
 
 // topicPins maps the committed offsets of one topic through its index to
-// the snapshots they need, oldest snapshot first. Offsets that need
-// nothing are left out: one at or past the high watermark waits for
-// snapshots not yet written, and one before the log start already lost
-// its history (the consumer is reset to the compacted prefix; keeping
+// the snapshots they need, oldest snapshot first: the snapshot of the
+// record before the offset, or of the offset itself at the log start. A
+// group at the high watermark needs the newest snapshot still, and every
+// one committed after it. Offsets that need nothing are left out: one past
+// the high watermark names no record, and one before the log start already
+// lost its history (the consumer is reset to the compacted prefix; keeping
 // more history cannot give it back). Offsets of partitions the topic no
 // longer has mean nothing and are left out too.
 func topicPins(idx pinIndex, committed []groups.CommittedOffset) []pin {
@@ -72,10 +79,11 @@ func topicPins(idx pinIndex, committed []groups.CommittedOffset) []pin {
 		if o.Partition < 0 || o.Partition >= n {
 			continue
 		}
-		if o.Offset >= idx.HighWatermark(o.Partition) || o.Offset < idx.LogStart(o.Partition) {
+		start, hw := idx.LogStart(o.Partition), idx.HighWatermark(o.Partition)
+		if o.Offset > hw || o.Offset < start || hw == start {
 			continue
 		}
-		seg, ok := idx.Locate(o.Partition, o.Offset)
+		seg, ok := idx.Locate(o.Partition, max(o.Offset-1, start))
 		if !ok {
 			continue
 		}

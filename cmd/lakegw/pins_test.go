@@ -93,33 +93,32 @@ func TestConsumerPinsOldestSnapshotNeeded(t *testing.T) {
 	if _, ok := fx.oldest(t, pinTopic); ok {
 		t.Fatal("pinned with no committed offset")
 	}
-	// At the high watermark of every partition: nothing needed.
-	fx.commit(t, "caught-up", map[int32]int64{0: 5, 1: 5})
+	// Past the high watermark: no record, nothing needed.
+	fx.commit(t, "ahead", map[int32]int64{0: 6, 1: 9})
 	if _, ok := fx.oldest(t, pinTopic); ok {
-		t.Fatal("a group at the high watermark pins history")
+		t.Fatal("a group past the high watermark pins history")
 	}
-	// Partition 1 offset 4 is snapshot 3.
-	fx.commit(t, "b", map[int32]int64{0: 5, 1: 4})
-	if ms, ok := fx.oldest(t, pinTopic); !ok || ms != 3000 {
-		t.Fatalf("oldest needed %d %v, want snapshot 3's 3000", ms, ok)
-	}
-	// Partition 0 offset 3 is the first record of snapshot 2.
-	fx.commit(t, "c", map[int32]int64{0: 3})
+	// At the high watermark: the last records consumed, partition 1
+	// offset 4 (snapshot 3) and partition 0 offset 4 (snapshot 2).
+	fx.commit(t, "caught-up", map[int32]int64{0: 5, 1: 5})
 	if ms, ok := fx.oldest(t, pinTopic); !ok || ms != 2000 {
 		t.Fatalf("oldest needed %d %v, want snapshot 2's 2000", ms, ok)
 	}
-	// Partition 0 offset 2 is the last record of snapshot 1.
-	fx.commit(t, "a", map[int32]int64{0: 2, 1: 5})
+	// Partition 0 offset 3 is the first record of snapshot 2: the group
+	// consumed snapshot 1's last record, and validates with it.
+	fx.commit(t, "c", map[int32]int64{0: 3})
 	if ms, ok := fx.oldest(t, pinTopic); !ok || ms != 1000 {
 		t.Fatalf("oldest needed %d %v, want snapshot 1's 1000", ms, ok)
 	}
 	if _, ok := fx.oldest(t, "ns.other"); ok {
 		t.Fatal("an unknown topic is pinned")
 	}
+	// At the log start: the record there.
+	fx.commit(t, "a", map[int32]int64{0: 0, 1: 5})
 
-	want := "group a partition 0 at offset 2 (snapshot 1, committed " + time.UnixMilli(1000).UTC().Format(time.RFC3339) + "); " +
-		"group c partition 0 at offset 3 (snapshot 2, committed " + time.UnixMilli(2000).UTC().Format(time.RFC3339) + "); " +
-		"group b partition 1 at offset 4 (snapshot 3, committed " + time.UnixMilli(3000).UTC().Format(time.RFC3339) + ")"
+	want := "group a partition 0 at offset 0 (snapshot 1, committed " + time.UnixMilli(1000).UTC().Format(time.RFC3339) + "); " +
+		"group c partition 0 at offset 3 (snapshot 1, committed " + time.UnixMilli(1000).UTC().Format(time.RFC3339) + "); " +
+		"group caught-up partition 0 at offset 5 (snapshot 2, committed " + time.UnixMilli(2000).UTC().Format(time.RFC3339) + ")"
 	if got := fx.f.PinnedBy(context.Background(), pinTopic); got != want {
 		t.Fatalf("pinned by:\n got %s\nwant %s", got, want)
 	}
