@@ -2,6 +2,7 @@ package fetch
 
 import (
 	"bytes"
+	"time"
 
 	"github.com/lakegw/lakegw/internal/sizedlru"
 	"github.com/lakegw/lakegw/topics"
@@ -42,8 +43,11 @@ type batchCache struct {
 	disk *diskCache
 }
 
-func newBatchCache(maxBytes int64) *batchCache {
-	return &batchCache{mem: sizedlru.New[batchKey](maxBytes, func(v []byte) int64 { return int64(len(v)) }), maxBytes: maxBytes}
+// newBatchCache returns a cache of at most maxBytes in memory, where a
+// batch unread for idle (0: no bound) goes.
+func newBatchCache(maxBytes int64, idle time.Duration) *batchCache {
+	mem := sizedlru.New[batchKey](maxBytes, func(v []byte) int64 { return int64(len(v)) }).ExpireIdle(idle)
+	return &batchCache{mem: mem, maxBytes: maxBytes}
 }
 
 // appendTo adds the batch named k to s when it is cached and no larger

@@ -16,7 +16,7 @@ func TestBatchCacheServesFromDiskBeyondMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.close()
-	c := newBatchCache(1 << 20) // memory holds five batches
+	c := newBatchCache(1<<20, 0) // memory holds five batches
 	c.disk = d
 	batch := func(i int) []byte { return bytes.Repeat([]byte{byte(i)}, 200<<10) }
 	key := func(i int) batchKey { return batchKey{topic: "t", baseOffset: int64(i) * 1000} }

@@ -27,6 +27,9 @@ var ErrOffsetOutOfRange = errors.New("offset out of range")
 type Config struct {
 	// CacheBytes bounds the cache of encoded batches.
 	CacheBytes int64
+	// CacheIdle drops a batch from memory once no fetch read it for this
+	// long (0: never): the disk tier serves it from then on.
+	CacheIdle time.Duration
 	// ReadBudget is how long one read keeps adding batches once it has
 	// some.
 	ReadBudget time.Duration
@@ -66,7 +69,7 @@ func NewReader(cfg Config, log zerolog.Logger) (*Reader, error) {
 	if cfg.ReadBudget <= 0 {
 		cfg.ReadBudget = 500 * time.Millisecond
 	}
-	r := &Reader{cfg: cfg, cache: newBatchCache(cfg.CacheBytes), log: log, failures: limitedlog.New(time.Second)}
+	r := &Reader{cfg: cfg, cache: newBatchCache(cfg.CacheBytes, cfg.CacheIdle), log: log, failures: limitedlog.New(time.Second)}
 	r.encoders = make(chan *batchEncoder, 2*runtime.GOMAXPROCS(0))
 	r.encoding = map[batchKey]chan struct{}{}
 	window := cfg.ReadAheadBatches

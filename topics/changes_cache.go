@@ -1,6 +1,8 @@
 package topics
 
 import (
+	"time"
+
 	"github.com/lakegw/lakegw/changelog"
 	"github.com/lakegw/lakegw/internal/sizedlru"
 	"github.com/lakegw/lakegw/offsets"
@@ -23,6 +25,8 @@ type changesKey struct {
 // batch of it would otherwise derive it again.
 type changesCache = sizedlru.Cache[changesKey, *changelog.Changes]
 
-func newChangesCache(maxBytes int64) *changesCache {
-	return sizedlru.New[changesKey](maxBytes, (*changelog.Changes).SizeBytes)
+// newChangesCache returns a cache of at most maxBytes of derived
+// snapshots, where one unread for idle (0: no bound) goes.
+func newChangesCache(maxBytes int64, idle time.Duration) *changesCache {
+	return sizedlru.New[changesKey](maxBytes, (*changelog.Changes).SizeBytes).ExpireIdle(idle)
 }

@@ -189,4 +189,7 @@ type Config struct {
 	// ChangesCacheBytes bounds the memory of derived snapshots kept for
 	// fetches, across all topics.
 	ChangesCacheBytes int64
+	// ChangesCacheIdle drops a derived snapshot from memory once no fetch
+	// read it for this long (0: never).
+	ChangesCacheIdle time.Duration
 }

@@ -66,7 +66,7 @@ func New(cfg Config, cat catalog.Catalog, store *state.Store, log zerolog.Logger
 		watchers:   map[string]*watcher{},
 		retired:    map[string]*watcher{},
 		firstList:  make(chan struct{}),
-		changes:    newChangesCache(cfg.ChangesCacheBytes),
+		changes:    newChangesCache(cfg.ChangesCacheBytes, cfg.ChangesCacheIdle),
 		pointerCat: cat,
 	}
 }

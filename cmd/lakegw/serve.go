@@ -77,6 +77,7 @@ func cmdServe(ctx context.Context, args []string, demo bool) (err error) {
 	cacheBytes := fs.Int64("cache-bytes", 64<<20, "memory for the newest encoded record batches, shared by all consumers (older ones are read from --disk-cache-bytes through the page cache)")
 	diskCacheBytes := fs.Int64("disk-cache-bytes", 10<<30, "local disk for encoded record batches beyond --cache-bytes, served from the OS page cache (0: off)")
 	changesBytes := fs.Int64("changes-cache-bytes", 128<<20, "memory for derived snapshots being read (one larger snapshot may exceed it)")
+	cacheIdle := fs.Duration("cache-idle", time.Minute, "an encoded batch or derived snapshot no fetch read for this long leaves memory (--cache-bytes, --changes-cache-bytes; the disk tier still holds batches); 0: they stay until evicted by size")
 	batchRecords := fs.Int("batch-records", topics.DefaultBatchRecords, "default records per record batch (the table property lakegw.batch-records overrides it, so every gateway of a table cuts the same batches)")
 	readAhead := fs.Int("read-ahead-batches", 256, "batches encoded in the background past a consumer reading a cold range (0 or less: off)")
 	format := fs.String("format", "debezium-json", "default record format: debezium-json, canal-json, upsert, json")
@@ -154,9 +155,9 @@ func cmdServe(ctx context.Context, args []string, demo bool) (err error) {
 	defaults := topics.TopicConfig{Format: *format, Compression: *compression, Partitions: int32(*partitions), BatchRecords: *batchRecords}
 	reg := topics.New(topics.Config{
 		PollInterval: *pollInterval, ListInterval: *listInterval, Defaults: defaults, CatalogProps: props,
-		ChangesCacheBytes: *changesBytes,
+		ChangesCacheBytes: *changesBytes, ChangesCacheIdle: *cacheIdle,
 	}, cat, store, log.With().Str("component", "topics").Logger())
-	reader, err := fetch.NewReader(fetch.Config{CacheBytes: *cacheBytes,
+	reader, err := fetch.NewReader(fetch.Config{CacheBytes: *cacheBytes, CacheIdle: *cacheIdle,
 		DiskCacheDir: filepath.Join(*common.dataDir, "batch-cache"), DiskCacheBytes: *diskCacheBytes,
 		ReadAheadBatches: readAheadBatches(*readAhead)},
 		log.With().Str("component", "fetch").Logger())
