@@ -8,7 +8,9 @@ import (
 // fileCache keeps decoded files (sorted runs: rows and key index; delete
 // files: positions) of hot files, bounded by estimated bytes. Files are
 // immutable, so an entry never goes stale; it only stops being used once
-// compaction replaces its file.
+// compaction replaces its file, and compaction then drops it (forget): a
+// long-lived Table (serve's compactor keeps one per table) would otherwise
+// fill its bound with the files of every compaction since it opened.
 type fileCache struct {
 	mu    sync.Mutex
 	max   int64
@@ -57,4 +59,24 @@ func (c *fileCache) add(key string, value any, size int64) {
 		delete(c.items, ent.key)
 		c.size -= ent.size
 	}
+}
+
+// forget drops the entries of keys, if cached.
+func (c *fileCache) forget(keys ...string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, k := range keys {
+		if e, ok := c.items[k]; ok {
+			c.size -= e.Value.(*cacheEntry).size
+			c.order.Remove(e)
+			delete(c.items, k)
+		}
+	}
+}
+
+// len is the number of entries.
+func (c *fileCache) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.items)
 }

@@ -207,10 +207,33 @@ func (t *Table) compactOnce(ctx context.Context, full, leased bool) (CompactResu
 	if snap := committed.CurrentSnapshot(); snap != nil {
 		res.SnapshotID = snap.SnapshotID
 	}
+	t.forgetReplaced(outs, shadowed)
 	t.log.Info().Int64("snapshot_id", res.SnapshotID).Int("buckets", res.Buckets).Int("files_in", res.FilesIn).
 		Int("files_out", res.FilesOut).Int64("bytes_in", res.BytesIn).Int64("bytes_out", res.BytesOut).
 		Int64("rows_out", res.RowsOut).Msg("LSM compaction committed")
 	return res, nil
+}
+
+// forgetReplaced drops from the file cache what a committed compaction
+// replaced: its input runs, their delete files and deletion vectors, and
+// the shadowed position deletes it removed. No lookup reads them again.
+func (t *Table) forgetReplaced(outs []*compactOut, shadowed []iceberg.DataFile) {
+	var keys []string
+	forgetDelete := func(d iceberg.DataFile) {
+		keys = append(keys, deleteCacheKey(d.FilePath()), dvCacheKey(d))
+	}
+	for _, o := range outs {
+		for _, f := range o.inputs {
+			keys = append(keys, runCacheKey(f.path))
+			for _, d := range f.deleteFiles() {
+				forgetDelete(d)
+			}
+		}
+	}
+	for _, d := range shadowed {
+		forgetDelete(d)
+	}
+	t.cache.forget(keys...)
 }
 
 // shadowedPositionDeletes finds the position delete files of the inputs

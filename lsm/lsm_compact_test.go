@@ -2,6 +2,7 @@ package lsm
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/apache/iceberg-go/table"
@@ -68,5 +69,39 @@ func TestLsmCompactionPick(t *testing.T) {
 	// newest 2 merge, into the level under the next non-L0 run.
 	if u := o.pick([]sortedRun{run(0, 1), run(0, 4), run(0, 40), run(0, 400), run(4, 4000), run(5, 40000)}, false); u == nil || len(u.runs) != 4 || u.level != 3 {
 		t.Fatalf("run count pick %+v", u)
+	}
+}
+
+// TestLsmCompactionForgetsReplacedFiles: a Table that lives long (serve's
+// compactor keeps one per table) caches the runs and deletes it reads;
+// what a compaction replaced leaves the cache with the commit, so the
+// cache holds the table's live files, not every file since it opened.
+func TestLsmCompactionForgetsReplacedFiles(t *testing.T) {
+	ctx := context.Background()
+	cat := testCatalog(t, t.TempDir())
+	tb := createTestTable(t, cat, "forget", CreateOptions{Buckets: 2}, Options{})
+	for round := range 6 {
+		for c := range 4 {
+			w, err := tb.NewWriter(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k := range int64(20) {
+				if err := w.Upsert(map[string]any{"id": k, "name": fmt.Sprint(round, "/", c)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := w.Commit(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := tb.Compact(ctx, true); err != nil {
+			t.Fatal(err)
+		}
+		// A full compaction leaves one run per bucket and no deletes:
+		// what the cache may still hold is those runs.
+		if n := tb.cache.len(); n > 2 {
+			t.Fatalf("after compaction %d the file cache holds %d entries for 2 live runs", round, n)
+		}
 	}
 }
