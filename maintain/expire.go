@@ -75,12 +75,12 @@ func (p *pass) expire(ctx context.Context, rep *ExpiryReport) error {
 		if logsPins || tbl.Properties()[changelog.PropPinnedLog] != "" {
 			// A table whose pins are no longer logged (made an LSM table,
 			// or maintained without pins) lets its log go.
-			var capped *PinReport
+			var capped bool
 			if pinned, capped, err = nextPinnedLog(ctx, tbl, staged.Metadata(), expired, holdFromMs, ret.maxPinSnapshots); err != nil {
 				return false, err
 			}
-			if capped != nil && rep.Pin.CappedBy == "" {
-				rep.Pin.CappedBy = capped.CappedBy
+			if capped && rep.Pin.CappedBy == "" {
+				rep.Pin.CappedBy = changelog.PropMaxPinSnapshots
 			}
 			rep.Logged = pinned.next.Len()
 			if pinned.changed() {

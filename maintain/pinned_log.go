@@ -85,15 +85,15 @@ func (c pinnedChange) changed() bool {
 // them, at most maxSnapshots in all. Every other expiring or logged
 // snapshot is gone.
 func nextPinnedLog(ctx context.Context, tbl *table.Table, staged table.Metadata, expired []table.Snapshot,
-	holdFromMs int64, maxSnapshots int) (pinnedChange, *PinReport, error) {
-	c := pinnedChange{old: &changelog.PinnedLog{}, next: &changelog.PinnedLog{}, oldPath: tbl.Properties()[changelog.PropPinnedLog]}
+	holdFromMs int64, maxSnapshots int) (c pinnedChange, capped bool, err error) {
+	c = pinnedChange{old: &changelog.PinnedLog{}, next: &changelog.PinnedLog{}, oldPath: tbl.Properties()[changelog.PropPinnedLog]}
 	if c.oldPath != "" {
 		fsys, err := tbl.FS(ctx)
 		if err != nil {
-			return c, nil, fmt.Errorf("file IO: %w", err)
+			return c, false, fmt.Errorf("file IO: %w", err)
 		}
 		if c.old, err = changelog.ReadPinnedLog(fsys, c.oldPath); err != nil {
-			return c, nil, err
+			return c, false, err
 		}
 	}
 	byID := make(map[int64]table.Snapshot, c.old.Len()+len(expired))
@@ -107,9 +107,8 @@ func nextPinnedLog(ctx context.Context, tbl *table.Table, staged table.Metadata,
 	}
 	main, err := changelog.MainHistory(staged)
 	if err != nil {
-		return c, nil, fmt.Errorf("main branch history: %w", err)
+		return c, false, fmt.Errorf("main branch history: %w", err)
 	}
-	var capped *PinReport
 	if holdFromMs > 0 && len(main) > 0 {
 		var chain []table.Snapshot
 		// A snapshot's changes are derived against its parent: the parent
@@ -122,7 +121,7 @@ func nextPinnedLog(ctx context.Context, tbl *table.Table, staged table.Metadata,
 				break
 			}
 			if len(chain) == max(maxSnapshots, 1) {
-				capped = &PinReport{CappedBy: changelog.PropMaxPinSnapshots}
+				capped = true
 				break
 			}
 			chain = append(chain, s)
