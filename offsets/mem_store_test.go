@@ -53,13 +53,17 @@ func (s *memStore) LoadTopic(_ context.Context, topic string) (TopicState, []Seg
 	if !ok {
 		return TopicState{}, nil, false, nil
 	}
-	// In the state store's order: by partition, then offset.
+	// In the state store's order: by partition, then offset, a compacted
+	// prefix before the empty segments at its end.
 	segs := slices.Clone(tp.segs)
 	slices.SortStableFunc(segs, func(a, b Segment) int {
 		if a.Partition != b.Partition {
 			return int(a.Partition - b.Partition)
 		}
-		return int(a.BaseOffset - b.BaseOffset)
+		if a.BaseOffset != b.BaseOffset {
+			return int(a.BaseOffset - b.BaseOffset)
+		}
+		return int(b.Kind - a.Kind)
 	})
 	return copyState(tp.st), segs, true, nil
 }
@@ -76,5 +80,26 @@ func (s *memStore) ReplaceTopic(_ context.Context, st TopicState, segs []Segment
 	s.data.mu.Lock()
 	defer s.data.mu.Unlock()
 	s.data.topics[st.Topic] = memTopic{st: copyState(st), segs: slices.Clone(segs)}
+	return nil
+}
+
+func (s *memStore) ReplacePrefix(_ context.Context, st TopicState, replaced, prefix []Segment) error {
+	s.data.mu.Lock()
+	defer s.data.mu.Unlock()
+	type key struct {
+		p        int32
+		base, id int64
+	}
+	drop := map[key]bool{}
+	for _, g := range replaced {
+		drop[key{g.Partition, g.BaseOffset, g.SnapshotID}] = true
+	}
+	segs := slices.Clone(prefix)
+	for _, g := range s.data.topics[st.Topic].segs {
+		if !drop[key{g.Partition, g.BaseOffset, g.SnapshotID}] {
+			segs = append(segs, g)
+		}
+	}
+	s.data.topics[st.Topic] = memTopic{st: copyState(st), segs: segs}
 	return nil
 }

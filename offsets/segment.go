@@ -60,4 +60,10 @@ type Store interface {
 	AppendSegments(ctx context.Context, st TopicState, segs []Segment) error
 	// ReplaceTopic replaces the topic's state and all its segments.
 	ReplaceTopic(ctx context.Context, st TopicState, segs []Segment) error
+	// ReplacePrefix drops replaced, the first segments of their
+	// partitions, puts prefix (one compacted-prefix segment per
+	// partition) first in each partition, and stores st. Its cost is
+	// that of what it drops, not of the segments kept: expiry runs at
+	// every maintenance pass, and a topic retains days of snapshots.
+	ReplacePrefix(ctx context.Context, st TopicState, replaced, prefix []Segment) error
 }

@@ -345,7 +345,7 @@ func (t *Index) CompactPrefixUnder(ctx context.Context, through int, live []int6
 	st := t.st
 	st.Epochs = make([][]EpochStart, len(t.st.Epochs))
 	parts := make([][]Segment, len(t.parts))
-	var all []Segment
+	var all, replacedSegs, prefixes []Segment
 	for p := range t.parts {
 		segs := t.parts[p]
 		last := segs[through]
@@ -362,8 +362,10 @@ func (t *Index) CompactPrefixUnder(ctx context.Context, through int, live []int6
 			for i := 1; i < len(parts[p]); i++ {
 				parts[p][i].Epoch = prefixEpoch
 			}
+			all = append(all, parts[p]...)
 		}
-		all = append(all, parts[p]...)
+		replacedSegs = append(replacedSegs, segs[:through+1]...)
+		prefixes = append(prefixes, prefix)
 		// Epochs before the prefix are gone with their records: a client
 		// asking for one is told it ended at the prefix's base.
 		st.Epochs[p] = []EpochStart{{Epoch: prefixEpoch, StartOffset: prefix.BaseOffset}}
@@ -372,7 +374,14 @@ func (t *Index) CompactPrefixUnder(ctx context.Context, through int, live []int6
 			st.Epochs[p] = append(st.Epochs[p], EpochStart{Epoch: fence, StartOffset: hw})
 		}
 	}
-	if err := t.store.ReplaceTopic(ctx, st, all); err != nil {
+	// Only a relabel changes the kept segments; otherwise the store drops
+	// what the prefix replaces and keeps the rest as it is.
+	if relabel {
+		err = t.store.ReplaceTopic(ctx, st, all)
+	} else {
+		err = t.store.ReplacePrefix(ctx, st, replacedSegs, prefixes)
+	}
+	if err != nil {
 		return err
 	}
 	t.parts = parts

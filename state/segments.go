@@ -31,7 +31,7 @@ func (s *Store) LoadTopic(ctx context.Context, topic string) (st offsets.TopicSt
 	}
 	rows, err := s.db.QueryContext(ctx,
 		`SELECT kind, partition, snapshot_id, sequence_number, timestamp_ms, base_offset, record_count, leader_epoch
-		 FROM segments WHERE topic=? ORDER BY partition, base_offset, rowid`, topic)
+		 FROM segments WHERE topic=? ORDER BY partition, base_offset, kind DESC, rowid`, topic)
 	if err != nil {
 		return offsets.TopicState{}, nil, false, fmt.Errorf("load segments of %s: %w", topic, err)
 	}
@@ -61,17 +61,39 @@ func (s *Store) ReplaceTopic(ctx context.Context, st offsets.TopicState, segs []
 	return s.writeTopic(ctx, st, segs, true)
 }
 
-func (s *Store) writeTopic(ctx context.Context, st offsets.TopicState, segs []offsets.Segment, replace bool) error {
-	epochs, err := json.Marshal(st.Epochs)
+// ReplacePrefix drops the replaced segments and stores the compacted
+// prefixes that stand in for them, with the topic state, in one
+// transaction. Each replaced segment is deleted by its primary key, so the
+// cost is that of the expired history, not of the segments kept. A
+// prefix loads before the empty segments that may share its base offset
+// (LoadTopic orders by kind at one offset): it is always first in its
+// partition.
+func (s *Store) ReplacePrefix(ctx context.Context, st offsets.TopicState, replaced, prefix []offsets.Segment) error {
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		if err := putTopicState(ctx, tx, st); err != nil {
+			return err
+		}
+		del, err := tx.PrepareContext(ctx, `DELETE FROM segments WHERE topic=? AND partition=? AND base_offset=? AND snapshot_id=?`)
+		if err != nil {
+			return err
+		}
+		defer del.Close()
+		for _, g := range replaced {
+			if _, err := del.ExecContext(ctx, st.Topic, g.Partition, g.BaseOffset, g.SnapshotID); err != nil {
+				return err
+			}
+		}
+		return insertSegments(ctx, tx, st.Topic, prefix)
+	})
 	if err != nil {
-		return fmt.Errorf("encode epochs: %w", err)
+		return fmt.Errorf("persist the compacted prefix of %s: %w", st.Topic, err)
 	}
-	err = s.inTx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx,
-			`INSERT INTO topic_state(topic, table_uuid, partitions, epochs, encoding) VALUES(?,?,?,?,?)
-			 ON CONFLICT(topic) DO UPDATE SET table_uuid=excluded.table_uuid, partitions=excluded.partitions, epochs=excluded.epochs,
-			 encoding=excluded.encoding`,
-			st.Topic, st.TableUUID, st.Partitions, string(epochs), st.Encoding); err != nil {
+	return nil
+}
+
+func (s *Store) writeTopic(ctx context.Context, st offsets.TopicState, segs []offsets.Segment, replace bool) error {
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		if err := putTopicState(ctx, tx, st); err != nil {
 			return err
 		}
 		if replace {
@@ -79,22 +101,42 @@ func (s *Store) writeTopic(ctx context.Context, st offsets.TopicState, segs []of
 				return err
 			}
 		}
-		stmt, err := tx.PrepareContext(ctx,
-			`INSERT INTO segments(topic, partition, base_offset, snapshot_id, sequence_number, timestamp_ms, record_count, kind, leader_epoch)
-			 VALUES(?,?,?,?,?,?,?,?,?)`)
-		if err != nil {
-			return err
-		}
-		defer stmt.Close()
-		for _, g := range segs {
-			if _, err := stmt.ExecContext(ctx, st.Topic, g.Partition, g.BaseOffset, g.SnapshotID, g.SequenceNumber, g.TimestampMs, g.Count, g.Kind, g.Epoch); err != nil {
-				return err
-			}
-		}
-		return nil
+		return insertSegments(ctx, tx, st.Topic, segs)
 	})
 	if err != nil {
 		return fmt.Errorf("persist offset index of %s: %w", st.Topic, err)
+	}
+	return nil
+}
+
+func putTopicState(ctx context.Context, tx *sql.Tx, st offsets.TopicState) error {
+	epochs, err := json.Marshal(st.Epochs)
+	if err != nil {
+		return fmt.Errorf("encode epochs: %w", err)
+	}
+	_, err = tx.ExecContext(ctx,
+		`INSERT INTO topic_state(topic, table_uuid, partitions, epochs, encoding) VALUES(?,?,?,?,?)
+		 ON CONFLICT(topic) DO UPDATE SET table_uuid=excluded.table_uuid, partitions=excluded.partitions, epochs=excluded.epochs,
+		 encoding=excluded.encoding`,
+		st.Topic, st.TableUUID, st.Partitions, string(epochs), st.Encoding)
+	return err
+}
+
+func insertSegments(ctx context.Context, tx *sql.Tx, topic string, segs []offsets.Segment) error {
+	if len(segs) == 0 {
+		return nil
+	}
+	stmt, err := tx.PrepareContext(ctx,
+		`INSERT INTO segments(topic, partition, base_offset, snapshot_id, sequence_number, timestamp_ms, record_count, kind, leader_epoch)
+		 VALUES(?,?,?,?,?,?,?,?,?)`)
+	if err != nil {
+		return err
+	}
+	defer stmt.Close()
+	for _, g := range segs {
+		if _, err := stmt.ExecContext(ctx, topic, g.Partition, g.BaseOffset, g.SnapshotID, g.SequenceNumber, g.TimestampMs, g.Count, g.Kind, g.Epoch); err != nil {
+			return err
+		}
 	}
 	return nil
 }
