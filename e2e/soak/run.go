@@ -73,6 +73,9 @@ func run(ctx context.Context, c config) (*results, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := writeTimeline(c.out, smp, writers); err != nil {
+		return nil, fmt.Errorf("write the timeline: %w", err)
+	}
 	res.growthRatios(smp, writers, c.window())
 	res.commitRatios(writers, c.window())
 	for _, w := range writers {

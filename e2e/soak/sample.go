@@ -15,6 +15,8 @@ import (
 type sample struct {
 	at      time.Time
 	commits int64 // every writer's, together
+	// perWriter is each writer's commits, in the writers' order.
+	perWriter []int64
 	// allWriting is true while no writer has finished its commits.
 	allWriting bool
 	cpu        float64
@@ -59,7 +61,9 @@ func (s *sampler) run(ctx context.Context, every time.Duration, g *procs.Proc, d
 		rss, _ := procs.MemStat(g.Pid())
 		x := sample{at: time.Now(), cpu: procs.CPUSeconds(g.Pid()), rss: rss, allWriting: true}
 		for _, w := range writers {
-			x.commits += w.commits.Load()
+			n := w.commits.Load()
+			x.perWriter = append(x.perWriter, n)
+			x.commits += n
 			x.allWriting = x.allWriting && !w.finished.Load()
 		}
 		if tick%walkEvery == 0 {
