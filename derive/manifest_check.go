@@ -33,7 +33,7 @@ func checkManifests(ctx context.Context, fs icebergio.IO, snap *table.Snapshot) 
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	listKey := checkedKey{location: locationOf(fs, snap.ManifestList), size: -1, count: checkedManifestList, blobOffset: -1}
+	listKey := checkedKey{location: hashLocation(locationOf(fs, snap.ManifestList)), size: -1, count: checkedManifestList, blobOffset: -1}
 	if filesChecked.has(listKey) {
 		return nil
 	}
@@ -46,7 +46,7 @@ func checkManifests(ctx context.Context, fs icebergio.IO, snap *table.Snapshot) 
 		return err
 	}
 	for _, m := range manifests {
-		key := checkedKey{location: locationOf(fs, m.FilePath()), size: m.Length(), count: checkedManifest, blobOffset: -1}
+		key := checkedKey{location: hashLocation(locationOf(fs, m.FilePath())), size: m.Length(), count: checkedManifest, blobOffset: -1}
 		if filesChecked.has(key) {
 			continue
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 )
@@ -146,6 +147,7 @@ func planFiles(ctx context.Context, tbl *table.Table, snap *table.Snapshot) (liv
 		return nil, fmt.Errorf("plan files of snapshot %d (manifest list %s): %w", snap.SnapshotID, snap.ManifestList, err)
 	}
 	plan := make(livePlan, len(tasks))
+	seen := map[slimKey]iceberg.DataFile{}
 	for _, t := range tasks {
 		path := t.File.FilePath()
 		if _, ok := plan[path]; ok {
@@ -154,7 +156,10 @@ func planFiles(ctx context.Context, tbl *table.Table, snap *table.Snapshot) (liv
 			continue
 		}
 		t.Start, t.Length, t.Residual = 0, t.File.FileSizeBytes(), nil
-		plan[path] = t
+		t = slimTask(t, seen)
+		// Keyed by the slim copy's path: the decoded one shares its
+		// buffer with the rest of the manifest.
+		plan[t.File.FilePath()] = t
 	}
 	return plan, nil
 }

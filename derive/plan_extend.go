@@ -97,6 +97,8 @@ func extendPlan(tbl *table.Table, parent, s *table.Snapshot, before livePlan, de
 		addedDVs[*ref] = df
 	}
 
+	// The files s adds enter the plan slimmed (slimFile), one copy each.
+	seen := map[slimKey]iceberg.DataFile{}
 	after := maps.Clone(before)
 	for _, e := range delta.removedData {
 		p := e.DataFile().FilePath()
@@ -111,11 +113,11 @@ func extendPlan(tbl *table.Table, parent, s *table.Snapshot, before livePlan, de
 		if _, ok := after[p]; ok {
 			return nil, false
 		}
-		t := table.FileScanTask{File: df, Length: df.FileSizeBytes(), FirstRowID: df.FirstRowID()}
+		t := table.FileScanTask{File: slimShared(df, seen), Length: df.FileSizeBytes(), FirstRowID: df.FirstRowID()}
 		if n := e.SequenceNum(); n >= 0 {
 			t.DataSequenceNumber = &n
 		}
-		after[p] = t
+		after[t.File.FilePath()] = t
 	}
 
 	// Delete files removed leave the tasks that list them. Deletion
@@ -175,7 +177,7 @@ func extendPlan(tbl *table.Table, parent, s *table.Snapshot, before livePlan, de
 		if dataSeq(t) > seq {
 			return nil, false
 		}
-		t.DeletionVectorFiles = []iceberg.DataFile{dv}
+		t.DeletionVectorFiles = []iceberg.DataFile{slimShared(dv, seen)}
 		t.DeleteFiles = nil
 		after[ref] = t
 	}
@@ -196,9 +198,9 @@ func extendPlan(tbl *table.Table, parent, s *table.Snapshot, before livePlan, de
 				gains[p] = g
 			}
 			if fileScoped {
-				g.file = append(g.file, df)
+				g.file = append(g.file, slimShared(df, seen))
 			} else {
-				g.part = append(g.part, df)
+				g.part = append(g.part, slimShared(df, seen))
 			}
 		}
 		var byPartition map[string][]string // partition key -> data file paths

@@ -2,6 +2,7 @@ package maintain
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/apache/iceberg-go"
@@ -25,12 +26,7 @@ const DefaultManifestCacheBytes = 64 << 20
 // committed since the last one. Safe for concurrent use.
 type ManifestCache struct {
 	lists   *sizedlru.Cache[string, []iceberg.ManifestFile]
-	entries *sizedlru.Cache[entriesKey, []string]
-}
-
-type entriesKey struct {
-	manifest string
-	live     bool
+	entries *sizedlru.Cache[string, manifestPaths]
 }
 
 // NewManifestCache returns a cache of at most about maxBytes, shared
@@ -38,7 +34,7 @@ type entriesKey struct {
 func NewManifestCache(maxBytes int64) *ManifestCache {
 	return &ManifestCache{
 		lists:   sizedlru.New[string](maxBytes/2, manifestListSize),
-		entries: sizedlru.New[entriesKey](maxBytes/2, pathsSize),
+		entries: sizedlru.New[string](maxBytes/2, pathsSize),
 	}
 }
 
@@ -55,9 +51,9 @@ func manifestListSize(mans []iceberg.ManifestFile) int64 {
 	return n
 }
 
-func pathsSize(paths []string) int64 {
-	n := int64(64)
-	for _, p := range paths {
+func pathsSize(mp manifestPaths) int64 {
+	n := int64(80)
+	for _, p := range mp.paths {
 		n += int64(len(p)) + 16
 	}
 	return n
@@ -93,27 +89,57 @@ func detached(m iceberg.ManifestFile) iceberg.ManifestFile {
 		Build()
 }
 
+// manifestPaths is what a manifest lists, laid out so that both views a
+// pass asks for are sub-slices of one read: paths holds the files of its
+// deleted entries, then those of its live ones, then the data files its
+// live deletion vectors reference.
+type manifestPaths struct {
+	paths      []string
+	live, refs int
+}
+
 // entryPaths is the path of every file m lists; with live, only its live
 // entries, plus the data file each deletion vector references (a
-// reference to keep, as iceberg-go's orphan scan counts it).
+// reference to keep, as iceberg-go's orphan scan counts it). Both views
+// come from one read of the manifest: a pass reads a manifest's live view
+// while a retained snapshot lists it and the whole once it expires, and
+// every open of a manifest parses its Avro schema afresh (iceberg-go
+// v0.7.0), the largest allocation of a maintenance pass.
 func (c *ManifestCache) entryPaths(fsys iceio.IO, m iceberg.ManifestFile, live bool) ([]string, error) {
-	k := entriesKey{manifest: m.FilePath(), live: live}
-	if paths, ok := c.entries.Get(k); ok {
-		return paths, nil
+	mp, ok := c.entries.Get(m.FilePath())
+	if !ok {
+		var err error
+		if mp, err = readManifestPaths(fsys, m); err != nil {
+			return nil, err
+		}
+		c.entries.Add(m.FilePath(), mp)
 	}
-	var paths []string
-	for entry, err := range m.Entries(fsys, live) {
+	// Capped views: the slice is shared with the cache.
+	deleted := len(mp.paths) - mp.live - mp.refs
+	if live {
+		return mp.paths[deleted:len(mp.paths):len(mp.paths)], nil
+	}
+	return mp.paths[: deleted+mp.live : deleted+mp.live], nil
+}
+
+func readManifestPaths(fsys iceio.IO, m iceberg.ManifestFile) (manifestPaths, error) {
+	var deleted, live, refs []string
+	for entry, err := range m.Entries(fsys, false) {
 		if err != nil {
-			return nil, fmt.Errorf("manifest %s: %w", m.FilePath(), err)
+			return manifestPaths{}, fmt.Errorf("manifest %s: %w", m.FilePath(), err)
 		}
 		// Copied for the same reason as detached's path.
-		paths = append(paths, strings.Clone(entry.DataFile().FilePath()))
-		if ref := entry.DataFile().ReferencedDataFile(); live && ref != nil {
-			paths = append(paths, strings.Clone(*ref))
+		p := strings.Clone(entry.DataFile().FilePath())
+		if entry.Status() == iceberg.EntryStatusDELETED {
+			deleted = append(deleted, p)
+			continue
+		}
+		live = append(live, p)
+		if ref := entry.DataFile().ReferencedDataFile(); ref != nil {
+			refs = append(refs, strings.Clone(*ref))
 		}
 	}
-	c.entries.Add(k, paths)
-	return paths, nil
+	return manifestPaths{paths: slices.Concat(deleted, live, refs), live: len(live), refs: len(refs)}, nil
 }
 
 // forget drops what the cache holds for files an expiry has made
@@ -124,7 +150,6 @@ func (c *ManifestCache) entryPaths(fsys iceio.IO, m iceberg.ManifestFile, live b
 func (c *ManifestCache) forget(manifestList string, manifests []string) {
 	c.lists.Remove(manifestList)
 	for _, m := range manifests {
-		c.entries.Remove(entriesKey{manifest: m, live: false})
-		c.entries.Remove(entriesKey{manifest: m, live: true})
+		c.entries.Remove(m)
 	}
 }

@@ -218,8 +218,9 @@ func (w *watcher) sync(ctx context.Context) error {
 // A topic's plan cache holds the plans of recent snapshots (the watcher
 // needs the last one; fetches deriving in order, several at a time, use
 // the others, and a cold reader's first derivation plans a run of them at
-// once), up to planCacheFiles live data files in all (some 200 bytes
-// each): the file bound is what limits the memory.
+// once), up to planCacheFiles live data files in all (some 150 bytes
+// each, and the slim copy of each file, shared by the plans that list it,
+// derive.slimFile): the file bound is what limits the memory.
 const (
 	planCachePlans = 64
 	planCacheFiles = 1 << 18
