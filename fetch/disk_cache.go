@@ -15,14 +15,20 @@ import (
 // topic larger than the memory cache is still served warm: the second
 // reader of a range gets it from the OS page cache, as Kafka serves its log,
 // instead of planning, decoding and encoding the snapshot again. It holds
-// at most maxBytes: the oldest segment file goes first. The cache is not
+// at most maxBytes and maxEntries batches: the oldest segment file goes
+// first. The entry bound holds its in-memory index to a few megabytes: a
+// streaming table's batches are a few hundred bytes, and ten gigabytes of
+// them indexed would be tens of millions of entries, a heap growing for
+// days past the gateway's memory limit. The cache is not
 // kept across restarts (its index lives in memory); a read or write error
 // disables it, with a log line, and fetches go on without it.
 type diskCache struct {
 	dir      string
 	maxBytes int64
 	segBytes int64
-	log      zerolog.Logger
+	// maxEntries bounds the index; a segment holds at most segEntries.
+	maxEntries, segEntries int
+	log                    zerolog.Logger
 
 	mu       sync.RWMutex
 	segs     []*diskSegment // oldest first
@@ -83,7 +89,21 @@ func newDiskCache(dir string, maxBytes int64, log zerolog.Logger) (*diskCache, e
 		return nil, fmt.Errorf("batch disk cache %s: %w", dir, err)
 	}
 	seg := min(max(maxBytes/16, 1<<20), 64<<20)
-	return &diskCache{dir: dir, maxBytes: maxBytes, segBytes: seg, log: log, index: map[batchKey]diskLoc{}}, nil
+	d := &diskCache{dir: dir, maxBytes: maxBytes, segBytes: seg, log: log, index: map[batchKey]diskLoc{}}
+	d.setMaxEntries(diskCacheMaxEntries)
+	return d, nil
+}
+
+// diskCacheMaxEntries bounds the batches the disk cache indexes: some 200
+// bytes of heap each (the index entry and the segment's key), 13 MiB in
+// all. Batches of a megabyte fill the byte bound first; only small ones
+// meet this.
+const diskCacheMaxEntries = 1 << 16
+
+func (d *diskCache) setMaxEntries(n int) {
+	// Sixteen segments, as the byte bound divides them, so an eviction
+	// drops a sixteenth of the index.
+	d.maxEntries, d.segEntries = max(n, 1), max(n/16, 1)
 }
 
 // appendTo reads the batch named k into dst when it is cached and no
@@ -147,7 +167,7 @@ func (d *diskCache) add(k batchKey, v []byte) bool {
 		return true
 	}
 	cur := d.current()
-	if cur == nil || cur.size+int64(len(v)) > d.segBytes {
+	if cur == nil || cur.size+int64(len(v)) > d.segBytes || len(cur.keys) >= d.segEntries {
 		var err error
 		if cur, err = d.rotate(); err != nil {
 			d.log.Error().Err(err).Msg("batch disk cache cannot create a segment; disabling it")
@@ -165,7 +185,7 @@ func (d *diskCache) add(k batchKey, v []byte) bool {
 	cur.keys = append(cur.keys, k)
 	cur.size += int64(len(v))
 	d.bytes += int64(len(v))
-	for d.bytes > d.maxBytes && len(d.segs) > 1 {
+	for (d.bytes > d.maxBytes || len(d.index) > d.maxEntries) && len(d.segs) > 1 {
 		d.dropOldest()
 	}
 	_, kept := d.index[k]

@@ -2,6 +2,7 @@ package fetch
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -175,4 +176,37 @@ func TestSpansFileFailureDisablesTheDiskCache(t *testing.T) {
 		t.Fatal("the disk cache must be disabled after a file of it failed")
 	}
 	s.Release()
+}
+
+// Small batches meet the entry bound long before the byte bound: the index
+// stays within it, the oldest batches go first, the newest stay readable.
+func TestDiskCacheBoundsItsIndexByEntries(t *testing.T) {
+	d, err := newDiskCache(filepath.Join(t.TempDir(), "b"), 1<<30, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.close()
+	d.setMaxEntries(160)
+	key := func(i int) batchKey { return batchKey{topic: "t", baseOffset: int64(i)} }
+	const n = 1000
+	for i := range n {
+		if !d.add(key(i), []byte(fmt.Sprintf("batch %d", i))) {
+			t.Fatalf("batch %d not kept", i)
+		}
+		if len(d.index) > 160 {
+			t.Fatalf("after %d batches the index holds %d entries, over its bound of 160", i+1, len(d.index))
+		}
+	}
+	if d.has(key(0)) || d.has(key(n-200)) {
+		t.Fatal("the oldest batches must have been evicted")
+	}
+	for i := n - 150; i < n; i++ {
+		got, _, ok := d.appendTo(key(i), nil, 1<<20)
+		if !ok || string(got) != fmt.Sprintf("batch %d", i) {
+			t.Fatalf("batch %d: cached %v, read %q", i, ok, got)
+		}
+	}
+	if len(d.segs) > 17 {
+		t.Fatalf("%d segments for 160 entries: a segment must hold at most a sixteenth of the bound", len(d.segs))
+	}
 }

@@ -26,6 +26,9 @@ func runCompactor(ctx context.Context, cat catalog.Catalog, reg *topics.Registry
 			return nil
 		case <-tick.C:
 		}
+		// Only the tables served now stay open: a dropped table's
+		// decoded runs are released with it.
+		served := map[string]*lsm.Table{}
 		for _, t := range reg.Topics() {
 			tbl := t.Table()
 			if tbl == nil || !changelog.IsLSMTable(tbl.Properties()) {
@@ -38,8 +41,8 @@ func runCompactor(ctx context.Context, cat catalog.Catalog, reg *topics.Registry
 					log.Warn().Err(err).Str("table", t.Name).Msg("cannot open LSM table for compaction")
 					continue
 				}
-				opened[t.Name] = lt
 			}
+			served[t.Name] = lt
 			res, err := lt.Compact(ctx, false)
 			if err != nil {
 				if ctx.Err() == nil {
@@ -49,5 +52,6 @@ func runCompactor(ctx context.Context, cat catalog.Catalog, reg *topics.Registry
 			}
 			log.Debug().Str("table", t.Name).Interface("result", res).Msg("background compaction")
 		}
+		opened = served
 	}
 }
