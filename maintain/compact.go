@@ -73,6 +73,28 @@ type compaction struct {
 	leased    bool // the compaction lease is set (lake.PropCompactionLease)
 }
 
+// withinThresholds reports (and notes in rep) that the current snapshot's
+// manifest list counts no more live files than the thresholds, so that no
+// manifest is read to learn the table needs no rewrite (liveFileCounts).
+func (c *compaction) withinThresholds(ctx context.Context, tbl *table.Table, rep *CompactionReport) (bool, error) {
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		return false, fmt.Errorf("file IO: %w", err)
+	}
+	mans, err := c.opts.Manifests.manifests(fs, *tbl.CurrentSnapshot())
+	if err != nil {
+		return false, err
+	}
+	data, deletes, ok := liveFileCounts(mans)
+	if !ok || data > c.opts.CompactDataFiles || deletes > c.opts.CompactDeleteFiles {
+		return false, nil
+	}
+	rep.DataFilesBefore, rep.DeleteFilesBefore = data, deletes
+	rep.Skipped = fmt.Sprintf("%d data and %d delete files, thresholds %d and %d",
+		data, deletes, c.opts.CompactDataFiles, c.opts.CompactDeleteFiles)
+	return true, nil
+}
+
 // errLeaseTaken makes run plan again, without counting an attempt, once
 // the compaction lease is set.
 var errLeaseTaken = errors.New("compaction lease taken")
@@ -117,6 +139,9 @@ func (c *compaction) attempt(ctx context.Context) (done bool, err error) {
 	case !tbl.Spec().IsUnpartitioned():
 		rep.Skipped = "partitioned table"
 		return true, nil
+	}
+	if skip, err := c.withinThresholds(ctx, tbl, rep); err != nil || skip {
+		return true, err
 	}
 	tasks, err := tbl.Scan().PlanFiles(ctx)
 	if err != nil {

@@ -18,3 +18,14 @@ func (c *ManifestCache) EntryPaths(fsys iceio.IO, m iceberg.ManifestFile, live b
 
 // Lists is the number of manifest lists the cache holds.
 func (c *ManifestCache) Lists() int { return c.lists.Len() }
+
+// LiveFileCounts and PlannedFileCounts are the manifest list's live file
+// counts and the planner's, for TestLiveFileCountsBoundThePlanners.
+func LiveFileCounts(mans []iceberg.ManifestFile) (data, deletes int, ok bool) {
+	return liveFileCounts(mans)
+}
+
+func PlannedFileCounts(tasks []table.FileScanTask) (data, deletes int) {
+	data, deletes, _ = countFiles(tasks)
+	return data, deletes
+}

@@ -76,7 +76,8 @@ func (c *ManifestCache) manifests(fsys iceio.IO, s table.Snapshot) ([]iceberg.Ma
 	return mans, nil
 }
 
-// detached is m with only what reading its entries needs, its path copied
+// detached is m with only what reading its entries and counting its files
+// needs (liveFileCounts), its path copied
 // out of the decoder's buffer: a decoded entry's strings share one
 // allocation with everything else the manifest list held (partition
 // summaries, bounds), so caching m itself would keep all of that alive
@@ -86,6 +87,9 @@ func detached(m iceberg.ManifestFile) iceberg.ManifestFile {
 		m.PartitionSpecID(), m.SnapshotID()).
 		Content(m.ManifestContent()).
 		SequenceNum(m.SequenceNum(), m.MinSequenceNum()).
+		AddedFiles(m.AddedDataFiles()).
+		ExistingFiles(m.ExistingDataFiles()).
+		DeletedFiles(m.DeletedDataFiles()).
 		Build()
 }
 

@@ -16,7 +16,7 @@ import (
 // writer's commit time independent of the history.
 func (p *pass) mergeManifests(ctx context.Context, rep *ManifestReport) error {
 	_, committed, err := p.commitStep(ctx, "manifest merge", func(ctx context.Context, tbl *table.Table, tx *table.Transaction) (bool, error) {
-		n, err := manifestCount(ctx, tbl)
+		n, err := manifestCount(ctx, p.opts.Manifests, tbl)
 		if err != nil {
 			return false, err
 		}
@@ -43,7 +43,7 @@ func (p *pass) mergeManifests(ctx context.Context, rep *ManifestReport) error {
 	if err != nil || committed == nil {
 		return err
 	}
-	if rep.After, err = manifestCount(ctx, committed); err != nil {
+	if rep.After, err = manifestCount(ctx, p.opts.Manifests, committed); err != nil {
 		return err
 	}
 	if snap := committed.CurrentSnapshot(); snap != nil {
@@ -53,8 +53,10 @@ func (p *pass) mergeManifests(ctx context.Context, rep *ManifestReport) error {
 	return nil
 }
 
-// manifestCount is the length of the current snapshot's manifest list.
-func manifestCount(ctx context.Context, tbl *table.Table) (int, error) {
+// manifestCount is the length of the current snapshot's manifest list,
+// read through the cache: each pass asks, and the list is most often one a
+// pass read already.
+func manifestCount(ctx context.Context, cache *ManifestCache, tbl *table.Table) (int, error) {
 	snap := tbl.CurrentSnapshot()
 	if snap == nil {
 		return 0, nil
@@ -63,9 +65,9 @@ func manifestCount(ctx context.Context, tbl *table.Table) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("file IO: %w", err)
 	}
-	mans, err := snap.Manifests(fs)
+	mans, err := cache.manifests(fs, *snap)
 	if err != nil {
-		return 0, fmt.Errorf("manifest list of snapshot %d: %w", snap.SnapshotID, err)
+		return 0, err
 	}
 	return len(mans), nil
 }
