@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 )
@@ -38,7 +37,7 @@ func planSnapshot(ctx context.Context, tbl *table.Table, snapshotID int64, cache
 		return nil, fmt.Errorf("snapshot %d is not in the table metadata (expired?)", snapshotID)
 	}
 	if cache == nil {
-		return planFiles(ctx, tbl, snap)
+		return planFiles(ctx, tbl, snap, nil)
 	}
 	plan, wait, claim := cache.claimChain(tbl, snap)
 	switch {
@@ -130,8 +129,10 @@ func extendOrPlan(ctx context.Context, tbl *table.Table, parent, s *table.Snapsh
 }
 
 // planFiles plans a snapshot with iceberg-go's planner, reading every
-// manifest of the snapshot.
-func planFiles(ctx context.Context, tbl *table.Table, snap *table.Snapshot) (livePlan, error) {
+// manifest of the snapshot. The files it lists that donor (a plan of the
+// same table, or nil) lists too are taken from donor rather than slimmed
+// again: plans of nearby snapshots share most of their files.
+func planFiles(ctx context.Context, tbl *table.Table, snap *table.Snapshot, donor livePlan) (livePlan, error) {
 	if err := hasManifestList(snap); err != nil {
 		return nil, err
 	}
@@ -147,7 +148,7 @@ func planFiles(ctx context.Context, tbl *table.Table, snap *table.Snapshot) (liv
 		return nil, fmt.Errorf("plan files of snapshot %d (manifest list %s): %w", snap.SnapshotID, snap.ManifestList, err)
 	}
 	plan := make(livePlan, len(tasks))
-	seen := map[slimKey]iceberg.DataFile{}
+	seen := slimFilesOf(donor)
 	for _, t := range tasks {
 		path := t.File.FilePath()
 		if _, ok := plan[path]; ok {

@@ -32,6 +32,9 @@ type PlanCache struct {
 	// fullPlans counts the runs of iceberg-go's planner; extended the
 	// plans derived from a parent's instead.
 	fullPlans, extended int64
+	// last is the plan cached last, whose slim files a new run of the
+	// planner reuses (planFiles): a cache holds the plans of one table.
+	last livePlan
 }
 
 // planCall is a plan being made; done is closed when plan and err are set.
@@ -111,6 +114,7 @@ func (c *PlanCache) put(k planKey, p livePlan) {
 		return
 	}
 	c.plans.Add(k, p)
+	c.last = p
 	c.files += len(p)
 	for c.files > c.maxFiles && c.plans.Len() > 1 {
 		c.plans.RemoveOldest()
@@ -158,12 +162,14 @@ func (c *PlanCache) extendedCount() int64 {
 }
 
 func (c *PlanCache) planFiles(ctx context.Context, tbl *table.Table, s *table.Snapshot) (livePlan, error) {
+	var donor livePlan
 	if c != nil {
 		c.mu.Lock()
 		c.fullPlans++
+		donor = c.last
 		c.mu.Unlock()
 	}
-	return planFiles(ctx, tbl, s)
+	return planFiles(ctx, tbl, s, donor)
 }
 
 // coldPlanClaim is how many snapshots a derivation claims when no

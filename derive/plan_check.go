@@ -21,7 +21,7 @@ import (
 const checkPlans = true
 
 func checkExtendedPlan(tbl *table.Table, s *table.Snapshot, got livePlan) {
-	want, err := planFiles(context.Background(), tbl, s)
+	want, err := planFiles(context.Background(), tbl, s, nil)
 	if err != nil {
 		panic(fmt.Sprintf("check extended plan of snapshot %d: %v", s.SnapshotID, err))
 	}

@@ -77,7 +77,13 @@ func slim(df iceberg.DataFile) iceberg.DataFile {
 		s.nullCounts = oneCount(df.NullValueCounts(), id)
 		s.nanCounts = oneCount(df.NaNValueCounts(), id)
 		s.lowerBounds = oneBound(df.LowerBoundValues(), id)
-		s.upperBounds = oneBound(df.UpperBoundValues(), id)
+		if up := df.UpperBoundValues()[id]; s.lowerBounds != nil && string(up) == string(s.lowerBounds[id]) {
+			// A file-scoped delete file (the common case): one map
+			// serves both bounds, as neither is ever modified.
+			s.upperBounds = s.lowerBounds
+		} else {
+			s.upperBounds = oneBound(df.UpperBoundValues(), id)
+		}
 	}
 	return s
 }
@@ -100,15 +106,34 @@ type slimKey struct {
 	offset int64
 }
 
-func slimShared(df iceberg.DataFile, seen map[slimKey]iceberg.DataFile) iceberg.DataFile {
-	if df == nil {
-		return nil
+// slimFilesOf indexes the slim files of plan, for slimShared to reuse.
+func slimFilesOf(plan livePlan) map[slimKey]iceberg.DataFile {
+	seen := map[slimKey]iceberg.DataFile{}
+	for _, t := range plan {
+		seen[slimKeyOf(t.File)] = t.File
+		for _, files := range [][]iceberg.DataFile{t.DeleteFiles, t.EqualityDeleteFiles, t.DeletionVectorFiles} {
+			for _, f := range files {
+				seen[slimKeyOf(f)] = f
+			}
+		}
 	}
+	return seen
+}
+
+func slimKeyOf(df iceberg.DataFile) slimKey {
 	k := slimKey{path: df.FilePath(), offset: -1}
 	if off := df.ContentOffset(); off != nil {
 		k.offset = *off
 	}
-	if s, ok := seen[k]; ok {
+	return k
+}
+
+func slimShared(df iceberg.DataFile, seen map[slimKey]iceberg.DataFile) iceberg.DataFile {
+	if df == nil {
+		return nil
+	}
+	k := slimKeyOf(df)
+	if s, ok := seen[k]; ok && sameFile(s, df) {
 		return s
 	}
 	s := slim(df)
@@ -125,6 +150,18 @@ func slimAll(files []iceberg.DataFile, seen map[slimKey]iceberg.DataFile) []iceb
 		out[i] = slimShared(f, seen)
 	}
 	return out
+}
+
+// sameFile reports whether a slim copy s can stand for df: one path names
+// one immutable file, but a copy made from another plan is checked for the
+// fields that tell files apart before it is shared.
+func sameFile(s, df iceberg.DataFile) bool {
+	return s.FileSizeBytes() == df.FileSizeBytes() && s.Count() == df.Count() && s.ContentType() == df.ContentType() &&
+		s.SpecID() == df.SpecID() && equalPtr(s.ContentSizeInBytes(), df.ContentSizeInBytes()) && equalPtr(s.FirstRowID(), df.FirstRowID())
+}
+
+func equalPtr[T comparable](a, b *T) bool {
+	return (a == nil) == (b == nil) && (a == nil || *a == *b)
 }
 
 func clonePartition(p map[int]any) map[int]any {

@@ -60,6 +60,26 @@ func TestCachedPlansHoldSlimFiles(t *testing.T) {
 			if files == 0 || deletes == 0 {
 				t.Fatalf("cached plans held %d data files and %d delete files: the history exercised nothing", files, deletes)
 			}
+
+			// A new run of the planner shares the slim copies of the
+			// plan cached last instead of making its own.
+			last := cache.last
+			again, err := cache.planFiles(t.Context(), tbl, tbl.CurrentSnapshot())
+			if err != nil {
+				t.Fatal(err)
+			}
+			shared := 0
+			for p, task := range again {
+				if prev, ok := last[p]; ok {
+					if prev.File != task.File {
+						t.Fatalf("%s: the planner's plan holds a copy of its own", p)
+					}
+					shared++
+				}
+			}
+			if shared == 0 {
+				t.Fatal("the new plan shares no file with the last one")
+			}
 		})
 	}
 }
