@@ -101,6 +101,7 @@ func (t *Table) compactOnce(ctx context.Context, full, leased bool) (CompactResu
 	if err != nil {
 		return res, err
 	}
+	t.cache.retainOnly(st.cacheKeys())
 	fs, err := writeFS(ctx, tbl)
 	if err != nil {
 		return res, err

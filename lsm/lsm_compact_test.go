@@ -105,3 +105,77 @@ func TestLsmCompactionForgetsReplacedFiles(t *testing.T) {
 		}
 	}
 }
+
+// TestLsmCompactorDropsFilesOthersReplaced: serve's compactor keeps a Table
+// of its own while the writer's process compacts too; the runs the
+// writer's compactions replaced leave the compactor's cache at its next
+// pass, which then holds only the head's live files.
+func TestLsmCompactorDropsFilesOthersReplaced(t *testing.T) {
+	ctx := context.Background()
+	cat := testCatalog(t, t.TempDir())
+	writer := createTestTable(t, cat, "others", CreateOptions{Buckets: 2}, Options{})
+	compactor, err := Open(ctx, cat, writer.ident, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	commits := func(round, n int) {
+		t.Helper()
+		for c := range n {
+			w, err := writer.NewWriter(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k := range int64(20) {
+				if err := w.Upsert(map[string]any{"id": k, "name": fmt.Sprint(round, "/", c)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := w.Commit(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for round := range 4 {
+		commits(round, 5)
+		// The compactor merges (and caches) the runs of this round...
+		if res, err := compactor.Compact(ctx, false); err != nil {
+			t.Fatal(err)
+		} else if res.SnapshotID == 0 {
+			t.Fatalf("round %d: the compactor found nothing to compact", round)
+		}
+		// ...which the writer's full compaction then replaces, with
+		// the runs committed since.
+		commits(round, 2)
+		if _, err := writer.Compact(ctx, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tbl, sp, err := compactor.load(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := loadState(ctx, tbl, sp, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := st.cacheKeys()
+	stale := func() (n int) {
+		compactor.cache.mu.Lock()
+		defer compactor.cache.mu.Unlock()
+		for k := range compactor.cache.items {
+			if !live[k] {
+				n++
+			}
+		}
+		return n
+	}
+	if stale() == 0 {
+		t.Fatal("the writer's compactions left nothing stale in the compactor's cache: the test exercises nothing")
+	}
+	if _, err := compactor.Compact(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	if n := stale(); n > 0 {
+		t.Fatalf("after its pass the compactor's cache holds %d entries of files no longer live", n)
+	}
+}

@@ -149,3 +149,19 @@ func (f *runFile) mayContain(sp *spec, r Row) bool {
 	}
 	return true
 }
+
+// cacheKeys names every file cache entry the state's files can use: its
+// runs, their position delete files and deletion vectors.
+func (st *state) cacheKeys() map[string]bool {
+	keys := map[string]bool{}
+	for _, files := range st.buckets {
+		for _, f := range files {
+			keys[runCacheKey(f.path)] = true
+			for _, d := range f.deleteFiles() {
+				keys[deleteCacheKey(d.FilePath())] = true
+				keys[dvCacheKey(d)] = true
+			}
+		}
+	}
+	return keys
+}
