@@ -137,7 +137,8 @@ func slimShared(df iceberg.DataFile, seen map[slimKey]iceberg.DataFile) iceberg.
 		return s
 	}
 	s := slim(df)
-	seen[slimKey{path: s.FilePath(), offset: k.offset}] = s
+	// Keyed by the copy: k's path is the decoder's, sharing its buffer.
+	seen[slimKeyOf(s)] = s
 	return s
 }
 

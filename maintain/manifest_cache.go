@@ -77,8 +77,8 @@ func (c *ManifestCache) manifests(fsys iceio.IO, s table.Snapshot) ([]iceberg.Ma
 }
 
 // detached is m with only what reading its entries and counting its files
-// needs (liveFileCounts), its path copied
-// out of the decoder's buffer: a decoded entry's strings share one
+// needs (liveFileCounts), its path copied out of the decoder's buffer: a
+// decoded entry's strings share one
 // allocation with everything else the manifest list held (partition
 // summaries, bounds), so caching m itself would keep all of that alive
 // and make the cache's heap several times what it counts.
