@@ -70,11 +70,24 @@ type Changes struct {
 	// Schema is the schema the snapshot was written with; Batches have one
 	// column per top-level field of it, in order.
 	Schema *iceberg.Schema
-	// KeyFieldIDs are the identifier (or configured key) field ids; empty
-	// when the table has none.
+	// KeyFieldIDs are the identifier (or configured key) field ids of
+	// Schema; empty when the table has none. derive/ pairs deletes and
+	// inserts into updates by them.
 	KeyFieldIDs []int
-	Batches     []arrow.RecordBatch
-	Records     []Record
+	// KeyHashNames name KeyFieldIDs in the key JSON that AssignPartitions
+	// hashes (nil: their names in Schema). derive/ sets the names of the
+	// table's oldest schema, so that a renamed key column keeps its keys
+	// in their partitions (StableKeyNames).
+	KeyHashNames []string
+	// Target is the schema the records are written in: the table's
+	// current one, every row projected onto it by field id as Iceberg
+	// readers do (projection.go). Nil: Schema, records as written.
+	Target *iceberg.Schema
+	// TargetKeyFieldIDs are the key fields written as a record's key when
+	// Target is set: Target's identifier (or configured key) fields.
+	TargetKeyFieldIDs []int
+	Batches           []arrow.RecordBatch
+	Records           []Record
 	// Partitions is the number of topic partitions the records were spread
 	// over (by key hash when > 1).
 	Partitions int32
@@ -87,6 +100,15 @@ type Changes struct {
 	// IndexPartitions for topics of several partitions, so that every
 	// fetch of a partition finds them instead of filtering Records again.
 	byPartition [][]int32
+}
+
+// RecordSchema is the schema the records are written in: Target, else
+// Schema (nil for a Changes built without one).
+func (c *Changes) RecordSchema() *iceberg.Schema {
+	if c.Target != nil {
+		return c.Target
+	}
+	return c.Schema
 }
 
 // Release frees the arrow memory held by the batches.

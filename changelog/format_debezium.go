@@ -45,7 +45,8 @@ func (debeziumJSON) AppendValue(dst []byte, c *Changes, rec *Record) ([]byte, bo
 }
 
 // appendDebeziumTail writes what follows "op" in every record of c: the
-// event time and the source block.
+// event time and the source block, which names the schema the images are
+// written in.
 func appendDebeziumTail(dst []byte, c *Changes) []byte {
 	dst = append(dst, `","ts_ms":`...)
 	dst = strconv.AppendInt(dst, c.TimestampMs, 10)
@@ -55,6 +56,10 @@ func appendDebeziumTail(dst []byte, c *Changes) []byte {
 	dst = strconv.AppendInt(dst, c.SnapshotID, 10)
 	dst = append(dst, `,"sequence_number":`...)
 	dst = strconv.AppendInt(dst, c.SequenceNumber, 10)
+	if sc := c.RecordSchema(); sc != nil {
+		dst = append(dst, `,"schema_id":`...)
+		dst = strconv.AppendInt(dst, int64(sc.ID), 10)
+	}
 	dst = append(dst, `,"ts_ms":`...)
 	dst = strconv.AppendInt(dst, c.TimestampMs, 10)
 	return append(dst, "}}"...)

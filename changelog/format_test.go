@@ -45,7 +45,7 @@ func testChanges(t testing.TB, keys []int) *Changes {
 func TestFormatsGolden(t *testing.T) {
 	c := testChanges(t, []int{1})
 	defer c.Release()
-	const src = `"source":{"connector":"lakegw","table":"db.sales","snapshot_id":42,"sequence_number":3,"ts_ms":1700000000123}`
+	const src = `"source":{"connector":"lakegw","table":"db.sales","snapshot_id":42,"sequence_number":3,"schema_id":0,"ts_ms":1700000000123}`
 	rowA := `{"id":1,"name":"a\"b","amount":12.30}`
 	rowB := `{"id":1,"name":null,"amount":-0.01}`
 	want := map[string][]string{

@@ -137,11 +137,11 @@ func newValueAppender(arr arrow.Array) (appendFn, error) {
 	case *array.Map:
 		return newMapAppender(a)
 	case *array.List:
-		return newListAppender(a, a.ListValues(), a.ValueOffsets)
+		return newListAppender(a.ListValues(), a.ValueOffsets)
 	case *array.LargeList:
-		return newListAppender(a, a.ListValues(), a.ValueOffsets)
+		return newListAppender(a.ListValues(), a.ValueOffsets)
 	case *array.FixedSizeList:
-		return newListAppender(a, a.ListValues(), a.ValueOffsets)
+		return newListAppender(a.ListValues(), a.ValueOffsets)
 	case *array.Dictionary:
 		values, err := newAppender(a.Dictionary())
 		if err != nil {
@@ -208,14 +208,20 @@ func newStructAppender(a *array.Struct) (appendFn, error) {
 		}
 		names[i] = appendObjectKey(nil, i == 0, st.Field(i).Name)
 	}
+	return objectOf(names, fields), nil
+}
+
+// objectOf writes an object of fields, each after its rendered key
+// (appendObjectKey).
+func objectOf(keys [][]byte, fields []appendFn) appendFn {
 	return func(dst []byte, row int) []byte {
 		dst = append(dst, '{')
 		for i, f := range fields {
-			dst = append(dst, names[i]...)
+			dst = append(dst, keys[i]...)
 			dst = f(dst, row)
 		}
 		return append(dst, '}')
-	}, nil
+	}
 }
 
 // appendObjectKey renders `"name":` (with a leading comma unless first) once,
@@ -230,14 +236,19 @@ func appendObjectKey(dst []byte, first bool, name string) []byte {
 
 // newListAppender writes lists as arrays; offsets gives [start, end) of
 // a row's elements in values.
-func newListAppender[T int32 | int64](list arrow.Array, values arrow.Array, offsets func(int) (T, T)) (appendFn, error) {
+func newListAppender[T int32 | int64](values arrow.Array, offsets func(int) (T, T)) (appendFn, error) {
 	elem, err := newAppender(values)
 	if err != nil {
 		return nil, fmt.Errorf("list element: %w", err)
 	}
-	_ = list
+	return listOf(elem, offsets), nil
+}
+
+// listOf writes the elements [start, end) of a row, as bounds gives them,
+// with elem.
+func listOf[T int32 | int64](elem appendFn, bounds func(int) (T, T)) appendFn {
 	return func(dst []byte, row int) []byte {
-		start, end := offsets(row)
+		start, end := bounds(row)
 		dst = append(dst, '[')
 		for i := start; i < end; i++ {
 			if i > start {
@@ -246,23 +257,27 @@ func newListAppender[T int32 | int64](list arrow.Array, values arrow.Array, offs
 			dst = elem(dst, int(i))
 		}
 		return append(dst, ']')
-	}, nil
+	}
 }
 
 // newMapAppender writes a map with string keys as a JSON object and any
 // other map as an array of {"key":...,"value":...} objects, since JSON object
 // keys can only be strings.
 func newMapAppender(a *array.Map) (appendFn, error) {
-	keys, items := a.Keys(), a.Items()
-	itemFn, err := newAppender(items)
+	itemFn, err := newAppender(a.Items())
 	if err != nil {
 		return nil, fmt.Errorf("map value: %w", err)
 	}
-	keyFn, err := newAppender(keys)
+	keyFn, err := newAppender(a.Keys())
 	if err != nil {
 		return nil, fmt.Errorf("map key: %w", err)
 	}
-	switch keys.DataType().ID() {
+	return mapAppender(a, keyFn, itemFn), nil
+}
+
+// mapAppender writes the entries of a with keyFn and itemFn.
+func mapAppender(a *array.Map, keyFn, itemFn appendFn) appendFn {
+	switch a.Keys().DataType().ID() {
 	case arrow.STRING, arrow.LARGE_STRING, arrow.STRING_VIEW:
 		return func(dst []byte, row int) []byte {
 			start, end := a.ValueOffsets(row)
@@ -276,7 +291,7 @@ func newMapAppender(a *array.Map) (appendFn, error) {
 				dst = itemFn(dst, int(i))
 			}
 			return append(dst, '}')
-		}, nil
+		}
 	}
 	return func(dst []byte, row int) []byte {
 		start, end := a.ValueOffsets(row)
@@ -292,5 +307,5 @@ func newMapAppender(a *array.Map) (appendFn, error) {
 			dst = append(dst, '}')
 		}
 		return append(dst, ']')
-	}, nil
+	}
 }

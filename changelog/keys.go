@@ -26,10 +26,13 @@ func KeyFieldIDs(schema *iceberg.Schema, keyColumns []string) ([]int, error) {
 }
 
 // AssignPartitions sets each record's partition: 0 with one partition, else
-// the Kafka default partitioner's choice for the record's key JSON (the full
-// row JSON for a table without key fields, so that changes of equal rows
-// stay in one partition, in order). derive/ calls it once Records are
-// complete, after Prepare (whose encoders it uses), then IndexPartitions.
+// the Kafka default partitioner's choice for the record's key JSON as
+// written, its fields named by KeyHashNames (the full row JSON as written
+// for a table without key fields, so that changes of equal rows stay in
+// one partition, in order). It reads the rows as written, never in Target:
+// a record's partition, and so every offset, is fixed when its snapshot
+// is committed, whatever the schema becomes. derive/ calls it once Records
+// are complete, then IndexPartitions.
 func (c *Changes) AssignPartitions() error {
 	if c.Partitions <= 1 {
 		for i := range c.Records {
@@ -37,24 +40,44 @@ func (c *Changes) AssignPartitions() error {
 		}
 		return nil
 	}
-	enc, err := c.encoders()
-	if err != nil {
-		return err
+	hash := make([]appendFn, len(c.Batches))
+	for i, b := range c.Batches {
+		var err error
+		if len(c.KeyFieldIDs) > 0 {
+			hash[i], err = keyAppender(c.Schema, b, c.KeyFieldIDs, c.KeyHashNames)
+		} else {
+			hash[i], err = RowAppender(b)
+		}
+		if err != nil {
+			return fmt.Errorf("partition key of batch %d of %s snapshot %d: %w", i, c.Table, c.SnapshotID, err)
+		}
 	}
 	var buf []byte
 	for i := range c.Records {
 		rec := &c.Records[i]
 		ref := keyRow(rec)
-		if !ref.Valid() {
+		if !ref.Valid() || int(ref.Batch) >= len(hash) {
 			return fmt.Errorf("record %d has no row", i)
 		}
-		b := enc.batches[ref.Batch]
-		if b.key != nil {
-			buf = b.key(buf[:0], int(ref.Row))
-		} else {
-			buf = b.row(buf[:0], int(ref.Row))
-		}
+		buf = hash[ref.Batch](buf[:0], int(ref.Row))
 		rec.Partition = partitionOf(buf, c.Partitions)
 	}
 	return nil
+}
+
+// StableKeyNames names each key field ids by its name in the oldest of
+// schemas that holds it (by schema id): the name the table's first rows
+// were hashed to partitions and buckets by, which a later rename must not
+// change. A field no schema holds keeps no name ("").
+func StableKeyNames(schemas []*iceberg.Schema, ids []int) []string {
+	names := make([]string, len(ids))
+	for i, id := range ids {
+		oldest := -1
+		for _, sc := range schemas {
+			if name, ok := sc.FindColumnName(id); ok && (oldest < 0 || sc.ID < oldest) {
+				oldest, names[i] = sc.ID, name
+			}
+		}
+	}
+	return names
 }

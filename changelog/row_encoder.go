@@ -51,18 +51,29 @@ func buildEncoders(c *Changes) (*changesEncoders, error) {
 	enc := &changesEncoders{batches: make([]batchEncoder, len(c.Batches)),
 		debeziumTail: appendDebeziumTail(nil, c), canalTail: appendCanalTail(nil, c)}
 	for i, b := range c.Batches {
-		row, err := RowAppender(b)
+		var row, key appendFn
+		var err error
+		keyIDs := c.KeyFieldIDs
+		if c.Target != nil {
+			keyIDs = c.TargetKeyFieldIDs
+			row, err = projectedRowAppender(b, c.Schema, c.Target)
+		} else {
+			row, err = RowAppender(b)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("batch %d of %s snapshot %d: %w", i, c.Table, c.SnapshotID, err)
 		}
-		enc.batches[i].row = row
-		if len(c.KeyFieldIDs) > 0 {
-			key, err := KeyAppender(c.Schema, b, c.KeyFieldIDs)
+		if len(keyIDs) > 0 {
+			if c.Target != nil {
+				key, err = projectedKeyAppender(b, c.Schema, c.Target, keyIDs)
+			} else {
+				key, err = KeyAppender(c.Schema, b, keyIDs)
+			}
 			if err != nil {
 				return nil, fmt.Errorf("key of batch %d of %s snapshot %d: %w", i, c.Table, c.SnapshotID, err)
 			}
-			enc.batches[i].key = key
 		}
+		enc.batches[i] = batchEncoder{row: row, key: key}
 	}
 	return enc, nil
 }
@@ -83,14 +94,7 @@ func RowAppender(b arrow.RecordBatch) (func(dst []byte, row int) []byte, error) 
 		}
 		names[i] = appendObjectKey(prefix, i == 0, sc.Field(i).Name)
 	}
-	return func(dst []byte, row int) []byte {
-		dst = append(dst, '{')
-		for i, col := range cols {
-			dst = append(dst, names[i]...)
-			dst = col(dst, row)
-		}
-		return append(dst, '}')
-	}, nil
+	return objectOf(names, cols), nil
 }
 
 // KeyAppender returns a function that appends the key fields ids of a row
@@ -99,6 +103,54 @@ func RowAppender(b arrow.RecordBatch) (func(dst []byte, row int) []byte, error) 
 // null. Exported for derive/, which pairs a removed and an added row of
 // the same key JSON into one update.
 func KeyAppender(schema *iceberg.Schema, b arrow.RecordBatch, ids []int) (func(dst []byte, row int) []byte, error) {
+	return keyAppender(schema, b, ids, nil)
+}
+
+// projectedKeyAppender writes the key fields ids of to, read from a row of
+// b (the columns of from), under their names in to: a key field from
+// lacks is its initial default.
+func projectedKeyAppender(b arrow.RecordBatch, from, to *iceberg.Schema, ids []int) (appendFn, error) {
+	names := make([]string, len(ids))
+	for i, id := range ids {
+		name, ok := to.FindColumnName(id)
+		if !ok {
+			return nil, fmt.Errorf("key field id %d is not in schema %d", id, to.ID)
+		}
+		names[i] = name
+	}
+	value := func(arr arrow.Array, id int) (appendFn, error) {
+		f, _ := from.FindFieldByID(id)
+		t, _ := to.FindFieldByID(id)
+		return projectValue(arr, f.Type, t.Type, "")
+	}
+	missing := func(id int) ([]byte, error) {
+		t, _ := to.FindFieldByID(id)
+		return initialDefaultJSON(t)
+	}
+	return keyAppenderOf(from, b, ids, names, value, missing)
+}
+
+// keyAppender writes the key fields ids of schema, a row of b, named by
+// names (nil: their names in schema).
+func keyAppender(schema *iceberg.Schema, b arrow.RecordBatch, ids []int, names []string) (appendFn, error) {
+	own := make([]string, len(ids))
+	for i, id := range ids {
+		if i < len(names) && names[i] != "" {
+			own[i] = names[i]
+		} else {
+			own[i], _ = schema.FindColumnName(id)
+		}
+	}
+	names = own
+	value := func(arr arrow.Array, _ int) (appendFn, error) { return newAppender(arr) }
+	return keyAppenderOf(schema, b, ids, names, value, nil)
+}
+
+// keyAppenderOf writes an object of the key fields ids under names, each
+// value read from its column of b (the columns of schema) by value, or
+// missing's constant when schema lacks it (nil: an error).
+func keyAppenderOf(schema *iceberg.Schema, b arrow.RecordBatch, ids []int, names []string,
+	value func(arr arrow.Array, id int) (appendFn, error), missing func(id int) ([]byte, error)) (appendFn, error) {
 	type keyCol struct {
 		name    []byte
 		parents []arrow.Array
@@ -106,6 +158,15 @@ func KeyAppender(schema *iceberg.Schema, b arrow.RecordBatch, ids []int) (func(d
 	}
 	keys := make([]keyCol, len(ids))
 	for i, id := range ids {
+		name := appendObjectKey(nil, i == 0, names[i])
+		if missing != nil && !holdsField(schema, id) {
+			v, err := missing(id)
+			if err != nil {
+				return nil, fmt.Errorf("key field %s: %w", names[i], err)
+			}
+			keys[i] = keyCol{name: name, value: func(dst []byte, _ int) []byte { return append(dst, v...) }}
+			continue
+		}
 		path, err := fieldPath(schema, id)
 		if err != nil {
 			return nil, err
@@ -123,12 +184,11 @@ func KeyAppender(schema *iceberg.Schema, b arrow.RecordBatch, ids []int) (func(d
 			parents = append(parents, arr)
 			arr = st.Field(idx)
 		}
-		value, err := newAppender(arr)
+		fn, err := value(arr, id)
 		if err != nil {
 			return nil, fmt.Errorf("key field %d: %w", id, err)
 		}
-		name, _ := schema.FindColumnName(id)
-		keys[i] = keyCol{name: appendObjectKey(nil, i == 0, name), parents: parents, value: value}
+		keys[i] = keyCol{name: name, parents: parents, value: fn}
 	}
 	return func(dst []byte, row int) []byte {
 		dst = append(dst, '{')
@@ -149,6 +209,12 @@ func KeyAppender(schema *iceberg.Schema, b arrow.RecordBatch, ids []int) (func(d
 		}
 		return append(dst, '}')
 	}, nil
+}
+
+// holdsField says whether schema has a field id.
+func holdsField(schema *iceberg.Schema, id int) bool {
+	_, ok := schema.FindFieldByID(id)
+	return ok
 }
 
 // fieldPath returns the indexes that lead from the top-level columns to the

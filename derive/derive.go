@@ -3,6 +3,7 @@ package derive
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/apache/iceberg-go"
@@ -76,25 +77,46 @@ func snapshotChanges(tbl *table.Table, snap changelog.SnapshotRef, opts Options)
 }
 
 // newChanges returns an empty Changes with the snapshot's header fields,
-// schema and key fields.
+// schemas and key fields.
 func newChanges(tbl *table.Table, s *table.Snapshot, snap changelog.SnapshotRef, opts Options) (*changelog.Changes, error) {
-	schema, err := snapshotSchema(tbl.Metadata(), s)
+	meta := tbl.Metadata()
+	schema, err := snapshotSchema(meta, s)
 	if err != nil {
 		return nil, err
 	}
-	keys, err := changelog.KeyFieldIDs(schema, opts.KeyColumns)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", tableName(tbl), err)
+	// Configured key columns are named as the table names them now: a
+	// snapshot written before a rename holds them under their field ids.
+	current := opts.Target
+	if current == nil {
+		current = meta.CurrentSchema()
 	}
-	return &changelog.Changes{
+	keys := schema.IdentifierFieldIDs
+	if len(keys) == 0 {
+		if keys, err = changelog.KeyFieldIDs(current, opts.KeyColumns); err != nil {
+			return nil, fmt.Errorf("%s: %w", tableName(tbl), err)
+		}
+	}
+	c := &changelog.Changes{
 		Table:          tableName(tbl),
 		SnapshotID:     snap.SnapshotID,
 		SequenceNumber: snap.SequenceNumber,
 		TimestampMs:    snap.TimestampMs,
 		Schema:         schema,
-		KeyFieldIDs:    keys,
+		KeyFieldIDs:    slices.Clone(keys),
 		Partitions:     max(opts.Partitions, 1),
-	}, nil
+	}
+	if c.Partitions > 1 {
+		// Only a partition choice hashes key names; the table's every
+		// schema is a copy (iceberg-go clones them on access).
+		c.KeyHashNames = changelog.StableKeyNames(meta.Schemas(), keys)
+	}
+	if opts.Target != nil {
+		c.Target = opts.Target
+		if c.TargetKeyFieldIDs, err = changelog.KeyFieldIDs(opts.Target, opts.KeyColumns); err != nil {
+			return nil, fmt.Errorf("%s: %w", tableName(tbl), err)
+		}
+	}
+	return c, nil
 }
 
 // finish prepares the encoders, assigns partitions and indexes them; on

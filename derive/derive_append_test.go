@@ -93,7 +93,7 @@ func TestDeriveAppendOrderAndPartitions(t *testing.T) {
 	// The partitions changelog's key partitioner gives every row.
 	keyParts := make([][]int32, len(a.Batches))
 	for bi, batch := range a.Batches {
-		if keyParts[bi], err = changelog.KeyPartitions(a.Schema, a.KeyFieldIDs, batch, 4); err != nil {
+		if keyParts[bi], err = changelog.KeyPartitions(a.Schema, a.KeyFieldIDs, nil, batch, 4); err != nil {
 			t.Fatal(err)
 		}
 	}

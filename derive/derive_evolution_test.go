@@ -24,18 +24,7 @@ func TestDeriveSchemaAndPartitionEvolution(t *testing.T) {
 	tbl := createTable(t, cat, "evolve", sc)
 	tbl = appendJSON(t, tbl, `[{"id":1,"name":"a","qty":1},{"id":2,"name":"b","qty":2},{"id":3,"name":"c","qty":3}]`, 0)
 
-	evolve := func(f func(u *table.UpdateSchema)) {
-		tx := tbl.NewTransaction()
-		u := table.NewUpdateSchema(tx, true, false)
-		f(u)
-		if err := u.Commit(); err != nil {
-			t.Fatal(err)
-		}
-		var err error
-		if tbl, err = tx.Commit(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
+	evolve := func(f func(u *table.UpdateSchema)) { tbl = evolveSchema(t, tbl, f) }
 	evolve(func(u *table.UpdateSchema) {
 		u.AddColumn([]string{"note"}, iceberg.PrimitiveTypes.String, "", false, nil)
 		u.RenameColumn([]string{"name"}, "label")

@@ -109,6 +109,12 @@ func scanRows(t *testing.T, tbl *table.Table, snapshotID int64) rowMultiset {
 	if err != nil {
 		t.Fatalf("oracle scan of snapshot %d: %v", snapshotID, err)
 	}
+	return rowsOf(t, at)
+}
+
+// rowsOf releases at and returns its rows as JSON.
+func rowsOf(t *testing.T, at arrow.Table) rowMultiset {
+	t.Helper()
 	defer at.Release()
 	out := rowMultiset{}
 	tr := array.NewTableReader(at, 1024)
@@ -126,6 +132,22 @@ func scanRows(t *testing.T, tbl *table.Table, snapshotID int64) rowMultiset {
 		}
 	}
 	if err := tr.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// evolveSchema commits the schema changes f makes to tbl.
+func evolveSchema(t *testing.T, tbl *table.Table, f func(u *table.UpdateSchema)) *table.Table {
+	t.Helper()
+	tx := tbl.NewTransaction()
+	u := table.NewUpdateSchema(tx, true, false)
+	f(u)
+	if err := u.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	out, err := tx.Commit(context.Background())
+	if err != nil {
 		t.Fatal(err)
 	}
 	return out

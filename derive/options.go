@@ -1,6 +1,7 @@
 package derive
 
 import (
+	"github.com/apache/iceberg-go"
 	"github.com/rs/zerolog"
 
 	"github.com/lakegw/lakegw/changelog"
@@ -12,9 +13,13 @@ type Options struct {
 	// records are spread by the Kafka murmur2 hash of their key JSON.
 	Partitions int32
 	// KeyColumns names the key columns of a table without identifier
-	// fields (ignored when the schema has identifier fields).
+	// fields (ignored when the schema has identifier fields), as the
+	// table's current schema names them.
 	KeyColumns []string
-	Log        zerolog.Logger
+	// Target is the schema records are written in, the table's current
+	// one (changelog.Changes.Target); nil: each snapshot's own.
+	Target *iceberg.Schema
+	Log    zerolog.Logger
 	// PlanCache, when set, keeps the plans of recently derived snapshots
 	// so that deriving a snapshot after its parent reads only its own
 	// manifests (see PlanCache).

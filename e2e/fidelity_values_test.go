@@ -97,56 +97,6 @@ func (rs *fidSchema) identity(r fidRow) string {
 	return strings.Join(parts, "\x1f")
 }
 
-// project maps a row of an older schema to this one by field id, as a
-// consumer holding the row sees it after a schema change: dropped columns
-// go, added columns are null, promoted types take their wider form.
-func (rs *fidSchema) project(old *fidSchema, r fidRow) (fidRow, error) {
-	out := make(fidRow, len(rs.fields))
-	for i, f := range rs.fields {
-		out[i] = fidNull
-		for j, of := range old.fields {
-			if of.ID != f.ID {
-				continue
-			}
-			v, err := fidPromote(r[j], of.Type, f.Type)
-			if err != nil {
-				return nil, fmt.Errorf("column %s: %w", f.Name, err)
-			}
-			out[i] = v
-		}
-	}
-	return out, nil
-}
-
-func fidPromote(v string, from, to iceberg.Type) (string, error) {
-	if v == fidNull || from.Equals(to) {
-		return v, nil
-	}
-	switch from.(type) {
-	case iceberg.Float32Type:
-		if _, ok := to.(iceberg.Float64Type); ok {
-			f, err := strconv.ParseFloat(v, 32)
-			if err != nil {
-				return "", err
-			}
-			return canonFloat64(f), nil
-		}
-	case iceberg.Int32Type:
-		if _, ok := to.(iceberg.Int64Type); ok {
-			return v, nil
-		}
-	case iceberg.DecimalType:
-		if d, ok := to.(iceberg.DecimalType); ok {
-			r, ok := new(big.Rat).SetString(v)
-			if !ok {
-				return "", fmt.Errorf("decimal %q", v)
-			}
-			return canonDecimal(r, d.Scale()), nil
-		}
-	}
-	return "", fmt.Errorf("cannot fidPromote %s to %s", from, to)
-}
-
 func canonFloat32(f float32) string {
 	switch {
 	case math.IsNaN(float64(f)):

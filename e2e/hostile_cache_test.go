@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // TestHostileCacheReRegisteredFormat reproduces row 7 of issue 12: a
@@ -66,22 +65,8 @@ func TestHostileCacheReRegisteredFormat(t *testing.T) {
 
 	// A consumer that read under the old epoch is told its records end at
 	// the log start: it reads the topic again.
-	req := kmsg.NewPtrOffsetForLeaderEpochRequest()
-	req.ReplicaID = -1
-	rt := kmsg.NewOffsetForLeaderEpochRequestTopic()
-	rt.Topic = ident
-	rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
-	rp.LeaderEpoch, rp.CurrentLeaderEpoch = oldEpoch, -1
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	resp, err := req.RequestWith(ctx, mustClient(t, g.addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p := resp.Topics[0].Partitions[0]; p.ErrorCode != 0 || p.EndOffset != 0 {
-		t.Fatalf("OffsetForLeaderEpoch(%d): error %d end offset %d, want the log start 0", oldEpoch, p.ErrorCode, p.EndOffset)
+	if end := epochEnd(t, g.addr, ident, 0, oldEpoch); end != 0 {
+		t.Fatalf("OffsetForLeaderEpoch(%d): end offset %d, want the log start 0", oldEpoch, end)
 	}
 
 	g.stop()

@@ -26,10 +26,10 @@ type batchKey struct {
 	compression  string
 }
 
-// batchKeyOf names the batch at base of partition p of t, encoded under
-// epoch with compression.
-func batchKeyOf(t *topics.Topic, p, epoch int32, base int64, compression string) batchKey {
-	return batchKey{topic: t.Name, encoding: t.Encoding, partition: p, epoch: epoch, baseOffset: base,
+// batchKeyOf names the batch at base of partition p of t, written under
+// enc and epoch with compression.
+func batchKeyOf(t *topics.Topic, enc *topics.Encoding, p, epoch int32, base int64, compression string) batchKey {
+	return batchKey{topic: t.Name, encoding: enc.Name, partition: p, epoch: epoch, baseOffset: base,
 		batchRecords: t.Config.BatchRecords, compression: compression}
 }
 

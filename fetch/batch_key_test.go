@@ -13,8 +13,15 @@ import (
 // bytes).
 func TestBatchKeyNamesWhatShapesTheBytes(t *testing.T) {
 	const enc = "table=u schema=0 format=debezium-json key= partitions=1"
-	topic := func(name, encoding string, batchRecords int) *topics.Topic {
-		return &topics.Topic{Name: name, Encoding: encoding, Config: topics.TopicConfig{BatchRecords: batchRecords}}
+	type topicEnc struct {
+		t   *topics.Topic
+		enc *topics.Encoding
+	}
+	topic := func(name, encoding string, batchRecords int) topicEnc {
+		return topicEnc{&topics.Topic{Name: name, Config: topics.TopicConfig{BatchRecords: batchRecords}}, &topics.Encoding{Name: encoding}}
+	}
+	batchKeyOf := func(te topicEnc, p, epoch int32, base int64, compression string) batchKey {
+		return batchKeyOf(te.t, te.enc, p, epoch, base, compression)
 	}
 	tp := topic("ns.t", enc, 1000)
 	key := batchKeyOf(tp, 0, 8, 2000, "none")

@@ -137,14 +137,15 @@ func (a *readAhead) work(t *topics.Topic, k aheadKey, st *aheadState) {
 		st.next = seg.BaseOffset + last
 		a.mu.Unlock()
 
-		key := batchKeyOf(t, k.partition, seg.Epoch, seg.BaseOffset+first, k.compression)
+		enc := t.Encoding()
+		key := batchKeyOf(t, enc, k.partition, seg.Epoch, seg.BaseOffset+first, k.compression)
 		if a.r.cache.has(key) {
 			continue
 		}
 		if a.r.claim(key) != nil {
 			continue // a consumer or another worker is on it
 		}
-		batch, err := a.r.encodeAndCache(a.ctx, t, seg, k.partition, seg.Epoch, k.compression, first, last, key, false)
+		batch, err := a.r.encodeAndCache(a.ctx, t, enc, seg, k.partition, k.compression, first, last, key, false)
 		if err != nil {
 			a.log.Debug().Err(err).Str("topic", k.topic).Int32("partition", k.partition).Msg("read-ahead stopped")
 			a.mu.Lock()

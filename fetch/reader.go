@@ -121,6 +121,9 @@ func (r *Reader) read(ctx context.Context, t *topics.Topic, v *offsets.View, p i
 	// Each batch carries its snapshot's epoch (offsets/epochs.go); the
 	// read-ahead follows the partition as long as no rewrite intervenes.
 	fence := v.FenceEpoch()
+	// One encoding for the whole answer: a schema change under it shows
+	// in the next fetch, never half-way through this one's batches.
+	enc := t.Encoding()
 	start := s.n
 	// Reading old snapshots means planning and decoding them; once some
 	// batches are in hand, answer rather than let one fetch run past the
@@ -145,7 +148,7 @@ func (r *Reader) read(ctx context.Context, t *topics.Topic, v *offsets.View, p i
 			return nil // at the high watermark
 		}
 		first, last := batchBounds(t, seg, offset)
-		key := batchKeyOf(t, p, seg.Epoch, seg.BaseOffset+first, compression)
+		key := batchKeyOf(t, enc, p, seg.Epoch, seg.BaseOffset+first, compression)
 		room := maxBytes - (s.n - start)
 		if s.n == start {
 			room = math.MaxInt // the first batch goes out whatever its size
@@ -165,7 +168,7 @@ func (r *Reader) read(ctx context.Context, t *topics.Topic, v *offsets.View, p i
 				}
 				continue
 			}
-			batch, err := r.encodeAndCache(ctx, t, seg, p, seg.Epoch, compression, first, last, key, true)
+			batch, err := r.encodeAndCache(ctx, t, enc, seg, p, compression, first, last, key, true)
 			if errors.Is(err, topics.ErrSegmentGone) && regone < 3 {
 				// The index was realigned under this read (an expiry
 				// or a rollback): answer what is in hand, or look the
@@ -235,22 +238,23 @@ func (r *Reader) unclaim(key batchKey) {
 	delete(r.encoding, key)
 }
 
-// encodeAndCache encodes the batch of records [first, last) of seg into a
-// pooled buffer, which it returns (the caller gives it back), caches it,
-// and releases the caller's claim on key.
+// encodeAndCache encodes the batch of records [first, last) of seg, written
+// under enc, into a pooled buffer, which it returns (the caller gives it
+// back), caches it under key (named by enc), and releases the caller's
+// claim on key.
 //
 // inMemory says whether the memory tier gets a copy too: a batch a consumer
 // asks for is likely asked for again soon by the others at its place (the
 // tail of a topic); one encoded ahead of a consumer catching up is read
 // once by it, from the disk tier, and copying it into memory would only
 // push out the tail.
-func (r *Reader) encodeAndCache(ctx context.Context, t *topics.Topic, seg offsets.Segment, p, epoch int32, compression string,
+func (r *Reader) encodeAndCache(ctx context.Context, t *topics.Topic, enc *topics.Encoding, seg offsets.Segment, p int32, compression string,
 	first, last int64, key batchKey, inMemory bool) ([]byte, error) {
 	defer r.unclaim(key)
 	// Encode into a reused buffer: the tiers keep copies of their own,
 	// and the answer gets its bytes from it.
 	scratch := bytepool.Get(r.batchSizeHint())
-	batch, err := r.encodeBatch(ctx, t, seg, p, epoch, compression, key.baseOffset, first, last, scratch)
+	batch, err := r.encodeBatch(ctx, t, enc, seg, p, compression, key.baseOffset, first, last, scratch)
 	if err != nil {
 		bytepool.Put(scratch)
 		return nil, err
@@ -260,16 +264,17 @@ func (r *Reader) encodeAndCache(ctx context.Context, t *topics.Topic, seg offset
 	if r.cache.add(key, batch, inMemory || r.cache.disk == nil) && last == seg.Count {
 		// The snapshot's last batch: all of it is on disk now, and the
 		// memory its derivation holds is better spent deriving the next.
-		t.EncodedAll(seg)
+		t.EncodedAll(seg, enc)
 	}
 	return batch, nil
 }
 
-// encodeBatch derives (or finds derived) the snapshot of seg and encodes
-// its records [first, last) of partition p as one batch at offset base.
-func (r *Reader) encodeBatch(ctx context.Context, t *topics.Topic, seg offsets.Segment, p, epoch int32, compression string,
+// encodeBatch derives (or finds derived) the snapshot of seg, written under
+// enc, and encodes its records [first, last) of partition p as one batch
+// at offset base, under seg's leader epoch.
+func (r *Reader) encodeBatch(ctx context.Context, t *topics.Topic, enc *topics.Encoding, seg offsets.Segment, p int32, compression string,
 	base, first, last int64, dst []byte) ([]byte, error) {
-	c, err := t.Changes(ctx, seg)
+	c, err := t.Changes(ctx, seg, enc)
 	if err != nil {
 		return nil, fmt.Errorf("read snapshot %d of %s: %w", seg.SnapshotID, t.Name, err)
 	}
@@ -277,9 +282,9 @@ func (r *Reader) encodeBatch(ctx context.Context, t *topics.Topic, seg offsets.S
 	if int64(len(recs)) != seg.Count {
 		return nil, fmt.Errorf("snapshot %d of %s has %d records in partition %d, the index says %d", seg.SnapshotID, t.Name, len(recs), p, seg.Count)
 	}
-	enc := r.getEncoder()
-	defer r.putEncoder(enc)
-	out, err := enc.encode(dst, batchSpec{baseOffset: base, leaderEpoch: epoch, compression: compression,
+	be := r.getEncoder()
+	defer r.putEncoder(be)
+	out, err := be.encode(dst, batchSpec{baseOffset: base, leaderEpoch: seg.Epoch, compression: compression,
 		changes: c, format: t.Format, recs: recs[first:last]})
 	if err != nil {
 		return nil, fmt.Errorf("encode batch at %d of %s/%d: %w", base, t.Name, p, err)

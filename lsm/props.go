@@ -51,12 +51,16 @@ type spec struct {
 	kinds  []kind
 	// decs[i] is the precision and scale of column i when it is a
 	// decimal (zero otherwise).
-	decs    []decType
-	names   []string
-	keyIdx  []int // positions of the key columns in a Row
-	keyIDs  []int
-	buckets int
-	engine  *mergeEngine
+	decs   []decType
+	names  []string
+	keyIdx []int // positions of the key columns in a Row
+	keyIDs []int
+	// hashNames name the key fields in the key JSON a row's bucket is
+	// hashed from: their first names, which a rename (by another engine)
+	// must not change (changelog.StableKeyNames). Nil: their names now.
+	hashNames []string
+	buckets   int
+	engine    *mergeEngine
 }
 
 func parseSpec(schema *iceberg.Schema, props iceberg.Properties) (*spec, error) {

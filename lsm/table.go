@@ -104,6 +104,7 @@ func (t *Table) withSpec(tbl *table.Table) (*table.Table, *spec, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", t.Name(), err)
 	}
+	sp.hashNames = changelog.StableKeyNames(tbl.Metadata().Schemas(), sp.keyIDs)
 	return tbl, sp, nil
 }
 

@@ -183,7 +183,7 @@ func bucketsOf(sp *spec, rows []Row) ([]int, error) {
 		return nil, err
 	}
 	defer rec.Release()
-	ps, err := changelog.KeyPartitions(sp.schema, sp.keyIDs, rec, int32(sp.buckets))
+	ps, err := changelog.KeyPartitions(sp.schema, sp.keyIDs, sp.hashNames, rec, int32(sp.buckets))
 	if err != nil {
 		return nil, err
 	}

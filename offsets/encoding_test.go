@@ -25,7 +25,7 @@ func TestChangedEncodingStartsAnEpochAtTheLogStart(t *testing.T) {
 	}
 	set := func(enc string, want bool) {
 		t.Helper()
-		raised, err := tp.SetEncoding(ctx, enc)
+		raised, err := tp.SetEncoding(ctx, enc, true)
 		if err != nil || raised != want {
 			t.Fatalf("SetEncoding(%q) = %v %v, want %v", enc, raised, err, want)
 		}
@@ -53,7 +53,7 @@ func TestChangedEncodingStartsAnEpochAtTheLogStart(t *testing.T) {
 	if e, enc := again.LeaderEpoch(), again.Encoding(); e != 2 || enc != "format=upsert" {
 		t.Fatalf("after a restart: epoch %d encoding %q, want 2 format=upsert", e, enc)
 	}
-	if raised, err := again.SetEncoding(ctx, "format=upsert"); err != nil || raised {
+	if raised, err := again.SetEncoding(ctx, "format=upsert", true); err != nil || raised {
 		t.Fatalf("the same encoding after a restart: raised %v, %v", raised, err)
 	}
 }

@@ -151,7 +151,7 @@ func TestExpiryWithoutRoomBetweenEpochs(t *testing.T) {
 func TestEncodingChangeRereadsEveryRecord(t *testing.T) {
 	ctx := context.Background()
 	tp := newTopic(t, 1)
-	if _, err := tp.SetEncoding(ctx, "a"); err != nil {
+	if _, err := tp.SetEncoding(ctx, "a", true); err != nil {
 		t.Fatal(err)
 	}
 	for seq := int64(1); seq <= 3; seq++ {
@@ -160,7 +160,7 @@ func TestEncodingChangeRereadsEveryRecord(t *testing.T) {
 		}
 	}
 	last, _ := tp.Locate(0, 5)
-	raised, err := tp.SetEncoding(ctx, "b")
+	raised, err := tp.SetEncoding(ctx, "b", true)
 	if err != nil || !raised {
 		t.Fatalf("SetEncoding: raised %v, %v", raised, err)
 	}
@@ -171,6 +171,66 @@ func TestEncodingChangeRereadsEveryRecord(t *testing.T) {
 		if g, _ := tp.Locate(0, o); g.Epoch != tp.FenceEpoch() {
 			t.Fatalf("offset %d under epoch %d, want the new encoding's %d", o, g.Epoch, tp.FenceEpoch())
 		}
+	}
+}
+
+// TestReencodingKeepsEveryPosition: records written in a new schema are
+// the same events at the same offsets: the new epoch starts at the log
+// end, every consumer (fenced once) validates its position and reads on
+// from it, older batches keep their epochs, and the next snapshot's epoch
+// is above the new one. It survives a restart.
+func TestReencodingKeepsEveryPosition(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	store := openStore(t, dir)
+	tp, err := Open(ctx, store, "ns.t", "uuid-1", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tp.SetEncoding(ctx, "schema=0", false); err != nil {
+		t.Fatal(err)
+	}
+	for seq := int64(1); seq <= 3; seq++ {
+		if err := tp.Append(ctx, []Snapshot{{SnapshotID: seq, SequenceNumber: seq, Counts: []int64{2}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := tp.LeaderEpoch()
+	epochs := make([]int32, 6)
+	for o := range epochs {
+		g, _ := tp.Locate(0, int64(o))
+		epochs[o] = g.Epoch
+	}
+	raised, err := tp.SetEncoding(ctx, "schema=1", false)
+	if err != nil || !raised {
+		t.Fatalf("SetEncoding: raised %v, %v", raised, err)
+	}
+	if e, fence := tp.LeaderEpoch(), tp.FenceEpoch(); e <= before || fence != e {
+		t.Fatalf("leader epoch %d, fence %d after the change, want one above %d fencing older clients", e, fence, before)
+	}
+	for _, c := range []consumer{{"at the head", 6, epochs[5]}, {"mid-way", 3, epochs[2]}, {"at the start", 1, epochs[0]}} {
+		if to, truncated := validate(t, tp, c); truncated {
+			t.Errorf("a consumer %s was truncated to %d: a re-encoding moves no position", c.name, to)
+		}
+	}
+	for o := range epochs {
+		if g, _ := tp.Locate(0, int64(o)); g.Epoch != epochs[o] {
+			t.Errorf("offset %d now under epoch %d, was %d", o, g.Epoch, epochs[o])
+		}
+	}
+	if err := tp.Append(ctx, []Snapshot{{SnapshotID: 4, SequenceNumber: 4, Counts: []int64{1}}}); err != nil {
+		t.Fatal(err)
+	}
+	if g, _ := tp.Locate(0, 6); g.Epoch <= tp.FenceEpoch() {
+		t.Errorf("the next snapshot under epoch %d, not above the re-encoding's %d", g.Epoch, tp.FenceEpoch())
+	}
+	again := reopen(t, store, dir, "ns.t", "uuid-1", 1)
+	if again.Encoding() != "schema=1" || again.FenceEpoch() != tp.FenceEpoch() {
+		t.Fatalf("after a restart: encoding %q fence %d, want schema=1 and %d", again.Encoding(), again.FenceEpoch(), tp.FenceEpoch())
+	}
+	last, _ := again.Locate(0, 6)
+	if to, truncated := validate(t, again, consumer{"at the head after a restart", 7, last.Epoch}); truncated {
+		t.Errorf("after a restart a consumer at the head was truncated to %d", to)
 	}
 }
 

@@ -23,6 +23,10 @@ type TopicConfig struct {
 	Compression string
 	// KeyColumns are the key of tables without identifier fields.
 	KeyColumns []string
+	// SchemaMode says which schema records are written in: SchemaCurrent
+	// (the table's current schema, projected by field id as Iceberg
+	// readers do) or SchemaAsWritten (each snapshot's own).
+	SchemaMode string
 	// BatchRecords is the number of records per record batch. Batches
 	// start every BatchRecords records of a snapshot's segment, so every
 	// gateway of a table cuts the same batches when the table says it
@@ -56,16 +60,32 @@ const (
 	PropCompression     = "lakegw.compression"
 	PropKeyColumns      = "lakegw.key-columns"
 	PropBatchRecords    = "lakegw.batch-records"
+	PropSchemaMode      = "lakegw.schema-mode"
 	PropRetentionMs     = changelog.PropRetentionMs
 	PropRetentionBytes  = changelog.PropRetentionBytes
 	PropMaxPinMs        = changelog.PropMaxPinMs
 	PropMaxPinSnapshots = changelog.PropMaxPinSnapshots
 )
 
+// The schema modes (lakegw.schema-mode).
+const (
+	// SchemaCurrent writes every record in the table's current schema:
+	// a before-image equals the row as every Iceberg reader sees it now,
+	// and a schema change re-encodes the whole topic.
+	SchemaCurrent = "current"
+	// SchemaAsWritten writes each snapshot's records in the schema it was
+	// written with, as Debezium writes each event in the schema of its
+	// time.
+	SchemaAsWritten = "as-written"
+)
+
+// SchemaModes lists the accepted schema modes.
+var SchemaModes = []string{SchemaCurrent, SchemaAsWritten}
+
 // DefaultTopicConfig is used where neither the table nor the operator says
 // otherwise.
 func DefaultTopicConfig() TopicConfig {
-	return TopicConfig{Format: "debezium-json", Partitions: 1, Compression: "none", BatchRecords: DefaultBatchRecords,
+	return TopicConfig{Format: "debezium-json", Partitions: 1, Compression: "none", BatchRecords: DefaultBatchRecords, SchemaMode: SchemaCurrent,
 		RetentionMs: changelog.DefaultRetentionMs, RetentionBytes: changelog.DefaultRetentionBytes, MaxPinMs: changelog.DefaultMaxPinMs,
 		MaxPinSnapshots: changelog.DefaultMaxPinSnapshots}
 }
@@ -99,6 +119,10 @@ func (c TopicConfig) withTableProps(props iceberg.Properties) (TopicConfig, erro
 	if v, ok := props[PropKeyColumns]; ok {
 		c.KeyColumns = strings.Split(v, ",")
 	}
+	c.SchemaMode = cmp.Or(c.SchemaMode, SchemaCurrent)
+	if v, ok := props[PropSchemaMode]; ok {
+		c.SchemaMode = v
+	}
 	c.BatchRecords = cmp.Or(c.BatchRecords, DefaultBatchRecords)
 	if v, ok := props[PropBatchRecords]; ok {
 		n, err := strconv.Atoi(v)
@@ -118,10 +142,15 @@ func (c TopicConfig) withTableProps(props iceberg.Properties) (TopicConfig, erro
 		return c, err
 	}
 	c.RetentionMs, c.RetentionBytes, c.MaxPinMs, c.MaxPinSnapshots = ret.Ms, ret.Bytes, ret.MaxPinMs, ret.MaxPinSnapshots
-	return c, c.validate()
+	return c, c.Validate()
 }
 
-func (c TopicConfig) validate() error {
+// Validate reports a setting no topic can be served with; serve checks its
+// defaults with it before serving anything.
+func (c TopicConfig) Validate() error {
+	if _, err := changelog.FormatByName(c.Format); err != nil {
+		return err
+	}
 	ok := false
 	for _, s := range Compressions {
 		ok = ok || s == c.Compression
@@ -131,6 +160,9 @@ func (c TopicConfig) validate() error {
 	}
 	if c.Partitions < 1 {
 		return fmt.Errorf("partitions %d: want >= 1", c.Partitions)
+	}
+	if c.SchemaMode != SchemaCurrent && c.SchemaMode != SchemaAsWritten {
+		return fmt.Errorf("schema mode %q: want %s", c.SchemaMode, strings.Join(SchemaModes, " or "))
 	}
 	if c.BatchRecords < 1 || c.BatchRecords > MaxBatchRecords {
 		return fmt.Errorf("records per batch %d: want an integer in [1,%d]", c.BatchRecords, MaxBatchRecords)

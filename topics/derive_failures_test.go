@@ -43,21 +43,21 @@ func TestDamagedSnapshotIsRetriedAfterABackoff(t *testing.T) {
 	// high watermark moved: wait for it (else it lands after the removal
 	// and answers the call within the backoff), then drop it and hide the
 	// file.
-	key := tp.changesKey(seg.SnapshotID, seg.Kind)
+	key := tp.changesKey(seg.SnapshotID, seg.Kind, tp.Encoding())
 	waitFor(t, "the indexed snapshot's changes cached", func() bool { _, ok := tp.changes.Get(key); return ok })
 	tp.changes.Remove(key)
 	if err := os.Rename(file, file+".away"); err != nil {
 		t.Fatal(err)
 	}
 	failedAt := time.Now()
-	if _, err := tp.Changes(ctx, seg); err == nil {
+	if _, err := tp.Changes(ctx, seg, tp.Encoding()); err == nil {
 		t.Fatal("a snapshot whose data file is gone derived")
 	}
 	if err := os.Rename(file+".away", file); err != nil {
 		t.Fatal(err)
 	}
 	// Repaired, but within the backoff: not read again.
-	_, err := tp.Changes(ctx, seg)
+	_, err := tp.Changes(ctx, seg, tp.Encoding())
 	if time.Since(failedAt) < deriveRetryBase {
 		if err == nil || !strings.Contains(err.Error(), "read again in") {
 			t.Fatalf("within the backoff: %v, want the remembered failure", err)
@@ -65,14 +65,14 @@ func TestDamagedSnapshotIsRetriedAfterABackoff(t *testing.T) {
 	}
 	// After it, read again: the snapshot derives.
 	time.Sleep(time.Until(failedAt.Add(deriveRetryBase + 50*time.Millisecond)))
-	c, err := tp.Changes(ctx, seg)
+	c, err := tp.Changes(ctx, seg, tp.Encoding())
 	if err != nil {
 		t.Fatalf("after the backoff: %v", err)
 	}
 	if got := c.CountByPartition(); got[0] != 3 {
 		t.Fatalf("derived %v records, want 3", got)
 	}
-	if err := tp.failures.check(tp.changesKey(seg.SnapshotID, seg.Kind), time.Now()); err != nil {
+	if err := tp.failures.check(tp.changesKey(seg.SnapshotID, seg.Kind, tp.Encoding()), time.Now()); err != nil {
 		t.Fatalf("a success leaves the failure remembered: %v", err)
 	}
 }

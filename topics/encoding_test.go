@@ -1,6 +1,7 @@
 package topics
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/apache/iceberg-go"
@@ -23,7 +24,7 @@ func TestEncodingNamesWhatShapesRecords(t *testing.T) {
 	}
 	tbl := table.New(table.Identifier{"ns", "t"}, meta, "file:///w/t/metadata/v1.json", nil, nil)
 	base := DefaultTopicConfig()
-	enc := encodingOf(tbl, base)
+	enc := encodingOf(tbl, base).Name
 
 	differs := map[string]func(c *TopicConfig){
 		"format":      func(c *TopicConfig) { c.Format = "upsert" },
@@ -33,7 +34,7 @@ func TestEncodingNamesWhatShapesRecords(t *testing.T) {
 	for what, change := range differs {
 		c := base
 		change(&c)
-		if encodingOf(tbl, c) == enc {
+		if encodingOf(tbl, c).Name == enc {
 			t.Errorf("another %s, the same encoding %q", what, enc)
 		}
 	}
@@ -45,7 +46,7 @@ func TestEncodingNamesWhatShapesRecords(t *testing.T) {
 	for what, change := range same {
 		c := base
 		change(&c)
-		if got := encodingOf(tbl, c); got != enc {
+		if got := encodingOf(tbl, c).Name; got != enc {
 			t.Errorf("another %s changed the encoding: %q, was %q", what, got, enc)
 		}
 	}
@@ -67,7 +68,41 @@ func TestEncodingNamesWhatShapesRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if encodingOf(table.New(tbl.Identifier(), meta2, "file:///w/t/metadata/v2.json", nil, nil), base) == enc {
+	evolved := table.New(tbl.Identifier(), meta2, "file:///w/t/metadata/v2.json", nil, nil)
+	next := encodingOf(evolved, base).Name
+	if next == enc {
 		t.Errorf("another current schema, the same encoding %q", enc)
+	}
+	// Records in another schema are the same events at the same offsets:
+	// consumers keep their positions (offsets.Index.SetEncoding).
+	if !sameLayout(enc, next) {
+		t.Errorf("a new current schema changed the layout: %q -> %q", enc, next)
+	}
+	// Records as written do not change with the current schema, and the
+	// mode itself only changes how they are written.
+	asWritten := base
+	asWritten.SchemaMode = SchemaAsWritten
+	if a, b := encodingOf(tbl, asWritten).Name, encodingOf(evolved, asWritten).Name; a != b {
+		t.Errorf("as written, a new current schema changed the encoding: %q -> %q", a, b)
+	} else if !sameLayout(a, enc) {
+		t.Errorf("the schema mode changed the layout: %q -> %q", enc, a)
+	}
+	// Another format, key or partitioning puts other records at the
+	// offsets; so does an encoding written before schema modes existed
+	// for another format. The same format in the old name is the same
+	// layout.
+	for what, change := range differs {
+		c := base
+		change(&c)
+		if sameLayout(enc, encodingOf(tbl, c).Name) {
+			t.Errorf("another %s kept the layout", what)
+		}
+	}
+	old := "table=" + meta.TableUUID().String() + " schema=0 format=debezium-json key= partitions=1"
+	if !sameLayout(old, enc) {
+		t.Errorf("an encoding recorded before schema modes (%q) is another layout than %q", old, enc)
+	}
+	if sameLayout(strings.Replace(old, "debezium-json", "upsert", 1), enc) {
+		t.Errorf("an old encoding of another format is the same layout")
 	}
 }

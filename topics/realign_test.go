@@ -39,8 +39,8 @@ func TestSegmentDroppedByExpiryReadsOrIsGone(t *testing.T) {
 		g, ok := tp.Index.First()
 		return ok && g.Kind == offsets.KindCompactedPrefix && tp.Table().Metadata().SnapshotByID(seg.SnapshotID) == nil
 	})
-	tp.changes.Remove(tp.changesKey(seg.SnapshotID, seg.Kind))
-	c, err := tp.Changes(ctx, seg)
+	tp.changes.Remove(tp.changesKey(seg.SnapshotID, seg.Kind, tp.Encoding()))
+	c, err := tp.Changes(ctx, seg, tp.Encoding())
 	if err != nil {
 		t.Fatalf("a segment located before the expiry: %v", err)
 	}
@@ -51,15 +51,15 @@ func TestSegmentDroppedByExpiryReadsOrIsGone(t *testing.T) {
 	// One more commit: no published state holds the snapshot any more.
 	appendIDs(t, f.cat, ident, 6)
 	waitFor(t, "6 records", func() bool { return tp.Index.HighWatermark(0) == 6 })
-	tp.changes.Remove(tp.changesKey(seg.SnapshotID, seg.Kind))
-	if _, err := tp.Changes(ctx, seg); !errors.Is(err, ErrSegmentGone) {
+	tp.changes.Remove(tp.changesKey(seg.SnapshotID, seg.Kind, tp.Encoding()))
+	if _, err := tp.Changes(ctx, seg, tp.Encoding()); !errors.Is(err, ErrSegmentGone) {
 		t.Fatalf("a segment no state holds: %v, want ErrSegmentGone", err)
 	}
 	// Also when its derivation failed (its files went first) and the
 	// failure is still remembered: the reader locates its offset again
 	// rather than report the old failure for the backoff.
-	tp.failures.failed(tp.changesKey(seg.SnapshotID, seg.Kind), os.ErrNotExist, time.Now())
-	if _, err := tp.Changes(ctx, seg); !errors.Is(err, ErrSegmentGone) {
+	tp.failures.failed(tp.changesKey(seg.SnapshotID, seg.Kind, tp.Encoding()), os.ErrNotExist, time.Now())
+	if _, err := tp.Changes(ctx, seg, tp.Encoding()); !errors.Is(err, ErrSegmentGone) {
 		t.Fatalf("a remembered failure of a segment no state holds: %v, want ErrSegmentGone", err)
 	}
 }

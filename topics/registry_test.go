@@ -279,7 +279,7 @@ func TestExpiredSnapshotsBecomeACompactedPrefix(t *testing.T) {
 	if !ok || seg.Kind != offsets.KindCompactedPrefix {
 		t.Fatalf("offset 4: %+v", seg)
 	}
-	c, err := tp.Changes(ctx, seg)
+	c, err := tp.Changes(ctx, seg, tp.Encoding())
 	if err != nil {
 		t.Fatal(err)
 	}

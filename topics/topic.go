@@ -23,9 +23,10 @@ type Topic struct {
 	Config TopicConfig
 	Format changelog.Format
 	Index  *offsets.Index
-	// Encoding names everything that shapes the topic's records at its
-	// offsets (encodingOf); caches of its records are keyed by it.
-	Encoding string
+
+	// enc is how the topic's records are written now (encodingOf); it
+	// changes with the table's current schema.
+	enc atomic.Pointer[Encoding]
 
 	// tbl is the table state the index agrees with; prevTbl the one
 	// before it, which still holds the snapshots a realignment just
@@ -58,6 +59,20 @@ type Topic struct {
 	// next snapshot is planned from its parent's (nil: no cache).
 	plans *derive.PlanCache
 }
+
+// Encoding returns how the topic's records are written now. A read takes
+// it once and passes it to Changes, and keys what it caches by its Name.
+// A Topic no watcher opened (a test's) writes records as written.
+func (t *Topic) Encoding() *Encoding {
+	if e := t.enc.Load(); e != nil {
+		return e
+	}
+	return &asWritten
+}
+
+// asWritten is the encoding of a Topic that was given none: records as
+// written, under no name.
+var asWritten = Encoding{}
 
 // Table returns the latest loaded table metadata.
 func (t *Topic) Table() *table.Table { return t.tbl.Load() }
@@ -142,21 +157,23 @@ func (t *Topic) setIndexError(err error) {
 // in a batch cache: its derived changes need not stay in memory for later
 // batches. Only single-partition topics drop them; the other partitions of
 // a snapshot may not have been read yet.
-func (t *Topic) EncodedAll(seg offsets.Segment) {
+func (t *Topic) EncodedAll(seg offsets.Segment, enc *Encoding) {
 	if t.Index.Partitions() == 1 {
-		t.changes.Remove(t.changesKey(seg.SnapshotID, seg.Kind))
+		t.changes.Remove(t.changesKey(seg.SnapshotID, seg.Kind, enc))
 	}
 }
 
-// changesKey names the derived records of a segment of the topic.
-func (t *Topic) changesKey(snapshotID int64, kind offsets.SegmentKind) changesKey {
-	return changesKey{topic: t.Name, encoding: t.Encoding, snapshotID: snapshotID, kind: kind}
+// changesKey names the derived records of a segment of the topic, written
+// under enc.
+func (t *Topic) changesKey(snapshotID int64, kind offsets.SegmentKind, enc *Encoding) changesKey {
+	return changesKey{topic: t.Name, encoding: enc.Name, snapshotID: snapshotID, kind: kind}
 }
 
-// Changes returns the records of an indexed segment, deriving them at most
-// once at a time and keeping the most recent in a bounded cache.
-func (t *Topic) Changes(ctx context.Context, seg offsets.Segment) (*changelog.Changes, error) {
-	key := t.changesKey(seg.SnapshotID, seg.Kind)
+// Changes returns the records of an indexed segment written under enc (the
+// topic's Encoding when the read began), deriving them at most once at a
+// time and keeping the most recent in a bounded cache.
+func (t *Topic) Changes(ctx context.Context, seg offsets.Segment, enc *Encoding) (*changelog.Changes, error) {
+	key := t.changesKey(seg.SnapshotID, seg.Kind, enc)
 	if c, ok := t.changes.Get(key); ok {
 		return c, nil
 	}
@@ -171,7 +188,7 @@ func (t *Topic) Changes(ctx context.Context, seg offsets.Segment) (*changelog.Ch
 	// The derivation belongs to the topic, not to the first fetch that
 	// asked: a client that disconnects (or times out on a large snapshot)
 	// must not cancel it for everyone waiting, nor make it start over.
-	ch := t.derive.DoChan(fmt.Sprint(seg.SnapshotID, "/", seg.Kind), func() (_ any, err error) {
+	ch := t.derive.DoChan(fmt.Sprint(seg.SnapshotID, "/", seg.Kind, "/", enc.Name), func() (_ any, err error) {
 		ctx, cancel := context.WithTimeout(t.lifetime, deriveTimeout)
 		defer cancel()
 		defer func() {
@@ -190,7 +207,7 @@ func (t *Topic) Changes(ctx context.Context, seg offsets.Segment) (*changelog.Ch
 		if seg.Kind == offsets.KindCompactedPrefix {
 			read = derive.ReadSnapshot
 		}
-		c, err := read(ctx, tbl, ref, t.deriveOptions())
+		c, err := read(ctx, tbl, ref, t.deriveOptions(enc))
 		if err != nil {
 			return nil, err
 		}
@@ -220,7 +237,8 @@ func (t *Topic) Changes(ctx context.Context, seg offsets.Segment) (*changelog.Ch
 // hold a topic's readers forever.
 const deriveTimeout = 10 * time.Minute
 
-func (t *Topic) deriveOptions() derive.Options {
-	return derive.Options{Partitions: t.Config.Partitions, KeyColumns: t.Config.KeyColumns, PlanCache: t.plans,
+// deriveOptions derives records written under enc.
+func (t *Topic) deriveOptions(enc *Encoding) derive.Options {
+	return derive.Options{Partitions: t.Config.Partitions, KeyColumns: t.Config.KeyColumns, Target: enc.schema, PlanCache: t.plans,
 		Retained: changelog.LSMLogs{t.retained.Load(), t.prevRetained.Load()}}
 }

@@ -196,6 +196,8 @@ func (w *watcher) sync(ctx context.Context) error {
 		if err := w.openTopic(ctx, tbl); err != nil {
 			return err
 		}
+	} else if err := w.followSchema(ctx, tbl); err != nil {
+		return err
 	}
 	if err := w.refreshLog(ctx, tbl); err != nil {
 		return err
@@ -239,16 +241,47 @@ func (w *watcher) openTopic(ctx context.Context, tbl *table.Table) error {
 	if err != nil {
 		return err
 	}
-	enc := encodingOf(tbl, cfg)
-	if raised, err := idx.SetEncoding(ctx, enc); err != nil {
-		return err
-	} else if raised {
-		w.log.Warn().Str("encoding", enc).Int32("leader_epoch", idx.LeaderEpoch()).
-			Msg("the topic's records are encoded differently from when it was last served (format, key, schema); same offsets under a new leader epoch")
-	}
-	t := &Topic{Name: w.name, Ident: w.src.ident, Config: cfg, Format: format, Index: idx, Encoding: enc, changed: make(chan struct{}), changes: w.r.changes,
+	t := &Topic{Name: w.name, Ident: w.src.ident, Config: cfg, Format: format, Index: idx, changed: make(chan struct{}), changes: w.r.changes,
 		plans: derive.NewPlanCache(planCachePlans, planCacheFiles), lifetime: w.ctx}
+	if err := w.setEncoding(ctx, t, encodingOf(tbl, cfg)); err != nil {
+		return err
+	}
 	w.topic = t
+	return nil
+}
+
+// followSchema writes the topic's records in tbl's current schema from
+// now on, when that changed (and the topic speaks the current schema):
+// every offset is served re-encoded, under a new leader epoch.
+func (w *watcher) followSchema(ctx context.Context, tbl *table.Table) error {
+	t := w.topic
+	enc := encodingOf(tbl, t.Config)
+	if enc.Name == t.Encoding().Name {
+		return nil
+	}
+	return w.setEncoding(ctx, t, enc)
+}
+
+// setEncoding records enc in the topic's index (a new leader epoch when
+// the index served another encoding: at the log start when the records
+// at its offsets changed, at its end when only how they are written did)
+// and makes it the topic's.
+func (w *watcher) setEncoding(ctx context.Context, t *Topic, enc *Encoding) error {
+	was := t.Index.Encoding()
+	relaid := !sameLayout(was, enc.Name)
+	raised, err := t.Index.SetEncoding(ctx, enc.Name, relaid)
+	if err != nil {
+		return err
+	}
+	t.enc.Store(enc)
+	switch {
+	case raised && relaid:
+		w.log.Warn().Str("encoding", enc.Name).Str("was", was).Int32("leader_epoch", t.Index.LeaderEpoch()).
+			Msg("the topic's records are laid out differently from when it was last served (table, format, key); every consumer reads it again from the log start, under a new leader epoch")
+	case raised:
+		w.log.Info().Str("encoding", enc.Name).Str("was", was).Int32("leader_epoch", t.Index.LeaderEpoch()).
+			Msg("the topic's records are written in another schema: every offset is served re-encoded, under a new leader epoch from the log end; consumers keep their positions")
+	}
 	return nil
 }
 
@@ -358,6 +391,7 @@ func (w *watcher) realign(ctx context.Context, tbl *table.Table) error {
 // snapshots expired before lakegw saw them.
 func (w *watcher) appendSnapshots(ctx context.Context, tbl *table.Table, refs []changelog.SnapshotRef, atStart bool) error {
 	t := w.topic
+	enc := t.Encoding()
 	grew := false
 	defer func() {
 		if grew {
@@ -383,7 +417,7 @@ func (w *watcher) appendSnapshots(ctx context.Context, tbl *table.Table, refs []
 		}
 		var c *changelog.Changes
 		if !ok {
-			if c, err = derive.Derive(ctx, w.readable(tbl, ref.SnapshotID), ref, t.deriveOptions()); err != nil {
+			if c, err = derive.Derive(ctx, w.readable(tbl, ref.SnapshotID), ref, t.deriveOptions(enc)); err != nil {
 				return fmt.Errorf("snapshot %d (sequence number %d): %w", ref.SnapshotID, ref.SequenceNumber, err)
 			}
 			counts = c.CountByPartition()
@@ -398,7 +432,7 @@ func (w *watcher) appendSnapshots(ctx context.Context, tbl *table.Table, refs []
 		}
 		if c != nil {
 			// Freshly committed snapshots are what waiting consumers read next.
-			t.changes.Add(t.changesKey(ref.SnapshotID, offsets.KindChanges), c)
+			t.changes.Add(t.changesKey(ref.SnapshotID, offsets.KindChanges, enc), c)
 		}
 		grew = true
 		w.log.Debug().Int64("snapshot_id", ref.SnapshotID).Int64("sequence_number", ref.SequenceNumber).
@@ -509,14 +543,15 @@ func (w *watcher) freshEpoch(ctx context.Context, tbl *table.Table) error {
 func (w *watcher) addPrefix(ctx context.Context, tbl *table.Table, ref changelog.SnapshotRef, what string,
 	index func(counts []int64) error) (*changelog.Changes, error) {
 	t := w.topic
-	c, err := derive.ReadSnapshot(ctx, w.readable(tbl, ref.SnapshotID), ref, t.deriveOptions())
+	enc := t.Encoding()
+	c, err := derive.ReadSnapshot(ctx, w.readable(tbl, ref.SnapshotID), ref, t.deriveOptions(enc))
 	if err != nil {
 		return nil, fmt.Errorf("%s, snapshot %d: %w", what, ref.SnapshotID, err)
 	}
 	if err := index(c.CountByPartition()); err != nil {
 		return nil, err
 	}
-	t.changes.Add(t.changesKey(ref.SnapshotID, offsets.KindCompactedPrefix), c)
+	t.changes.Add(t.changesKey(ref.SnapshotID, offsets.KindCompactedPrefix, enc), c)
 	return c, nil
 }
 

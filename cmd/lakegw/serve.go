@@ -82,6 +82,7 @@ func cmdServe(ctx context.Context, args []string, demo bool) (err error) {
 	readAhead := fs.Int("read-ahead-batches", 256, "batches encoded in the background past a consumer reading a cold range (0 or less: off)")
 	format := fs.String("format", "debezium-json", "default record format: debezium-json, canal-json, upsert, json")
 	compression := fs.String("compression", "none", "default batch compression: none, gzip, snappy, lz4, zstd")
+	schemaMode := fs.String("schema-mode", topics.SchemaCurrent, "default schema of records: current (the table's current schema, projected by field id as Iceberg readers do) or as-written (each snapshot's own); the table property lakegw.schema-mode overrides it")
 	partitions := fs.Int("partitions", 1, "default partitions per topic (records spread by key hash)")
 	demoEvery := fs.Duration("demo-interval", time.Second, "quickstart only: how often the demo table commits")
 	compactEvery := fs.Duration("compact-interval", 30*time.Second, "how often served lakegw LSM tables are compacted in the background (0: never)")
@@ -152,7 +153,11 @@ func cmdServe(ctx context.Context, args []string, demo bool) (err error) {
 	}
 	setMemoryLimit(caches, log)
 
-	defaults := topics.TopicConfig{Format: *format, Compression: *compression, Partitions: int32(*partitions), BatchRecords: *batchRecords}
+	defaults := topics.TopicConfig{Format: *format, Compression: *compression, Partitions: int32(*partitions), BatchRecords: *batchRecords,
+		SchemaMode: *schemaMode}
+	if err := defaults.Validate(); err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
 	reg := topics.New(topics.Config{
 		PollInterval: *pollInterval, ListInterval: *listInterval, Defaults: defaults, CatalogProps: props,
 		ChangesCacheBytes: *changesBytes, ChangesCacheIdle: *cacheIdle,
