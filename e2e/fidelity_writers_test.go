@@ -134,6 +134,42 @@ func TestFidelityPyIceberg(t *testing.T) {
 			fidCheck(t, g, fidelityTable{name: w.Name, topic: w.Name, open: fidOpenCatalog(dir, w.Name), expect: expect})
 		})
 	}
+	// The table whose key column was renamed mid-history, spread over 3
+	// partitions by key hash: each key's changes stay in one partition
+	// across the rename (written under the new name, hashed by the old).
+	t.Run("py.evolve_more_3_partitions", func(t *testing.T) {
+		const name = "py.evolve_more"
+		tbl := fidOpenCatalog(dir, name)(t)
+		data3 := filepath.Join(t.TempDir(), "gateway3")
+		fidRegister(t, data3, name, tbl.MetadataLocation())
+		g3 := startGateway(t, data3, "", "--partitions", "3")
+		fidCheck(t, g3, fidelityTable{name: name, topic: name, open: fidOpenCatalog(dir, name)})
+		parts, _ := fidConsume(t, g3.addr, name)
+		keyParts := map[string]map[int32]bool{}
+		for p, recs := range parts {
+			for _, r := range recs {
+				if !bytes.HasPrefix(r.Key, []byte(`{"key_id":`)) {
+					t.Fatalf("partition %d offset %d: key %s, want it under the key's current name key_id", p, r.Offset, r.Key)
+				}
+				if keyParts[string(r.Key)] == nil {
+					keyParts[string(r.Key)] = map[int32]bool{}
+				}
+				keyParts[string(r.Key)][p] = true
+			}
+		}
+		used := map[int32]bool{}
+		for k, ps := range keyParts {
+			if len(ps) != 1 {
+				t.Errorf("key %s has changes in partitions %v, want one", k, ps)
+			}
+			for p := range ps {
+				used[p] = true
+			}
+		}
+		if len(used) < 2 {
+			t.Errorf("%d keys in %d partitions: the test spreads too little", len(keyParts), len(used))
+		}
+	})
 }
 
 // TestFidelityIcebergJava writes tables with the Iceberg Java API (the

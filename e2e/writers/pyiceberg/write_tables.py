@@ -279,6 +279,63 @@ def write_evolve(cat):
     rec.emit("py.evolve")
 
 
+def write_evolve_more(cat):
+    """The schema changes write_evolve leaves out: a nested struct field
+    renamed and added, the identifier field renamed, a decimal's precision
+    widened, columns moved; deletes and an overwrite of rows written under
+    each older schema. lakegw serves every record in the current schema."""
+    schema = Schema(
+        NestedField(1, "id", LongType(), required=True),
+        NestedField(2, "name", StringType()),
+        NestedField(3, "amt", DecimalType(9, 2)),
+        NestedField(4, "addr", StructType(
+            NestedField(5, "city", StringType()),
+            NestedField(6, "zip", IntegerType()),
+        )),
+        NestedField(7, "qty", IntegerType()),
+        identifier_field_ids=[1],
+    )
+    t = cat.create_table("py.evolve_more", schema=schema, properties=SMALL_FILES)
+    rec = Recorder(t)
+
+    def append(rs):
+        def f():
+            arrow_schema = t.schema().as_arrow()
+            t.append(pa.Table.from_pylist(rs, schema=arrow_schema))
+        rec.run(f, {"c": len(rs)}, want_snapshots=1)
+
+    def delete(expr):
+        n = rec.count(expr)
+        rec.run(lambda: t.delete(expr), {"d": n})
+
+    def dec(i):
+        return decimal.Decimal(i * 37 % 10000) / 100
+
+    append([{"id": i, "name": f"n{i}", "amt": dec(i), "addr": {"city": f"c{i % 5}", "zip": 1000 + i},
+             "qty": i} for i in range(0, 60)])
+    with t.update_schema() as u:
+        u.rename_column("addr.city", "town")
+        u.update_column("amt", DecimalType(18, 2))
+        u.move_first("qty")
+    append([{"qty": i, "id": i, "name": f"n{i}", "amt": decimal.Decimal(10**12 + i) / 100,
+             "addr": {"town": f"t{i % 3}", "zip": 2000 + i}} for i in range(60, 80)])
+    delete(In("id", [1, 2, 61]))
+    with t.update_schema() as u:
+        u.rename_column("id", "key_id")
+        u.add_column(("addr", "country"), StringType())
+        u.move_after("name", "amt")
+    append([{"qty": i, "key_id": i, "amt": dec(i), "name": f"n{i}",
+             "addr": {"town": "Bari", "zip": 70, "country": "IT"}} for i in range(80, 90)])
+    delete(In("key_id", [3, 62, 81]))
+    f = Or(LessThan("key_id", 10), GreaterThanOrEqual("key_id", 85))
+    n = rec.count(f)
+    newer = [{"qty": -i, "key_id": i, "amt": dec(i), "name": f"again {i}",
+              "addr": {"town": "Lecce", "zip": 73, "country": "IT"}} for i in range(5, 12)]
+    snaps = rec.run(lambda: t.overwrite(pa.Table.from_pylist(newer, schema=t.schema().as_arrow()), overwrite_filter=f))
+    rec.expect.append({"snapshots": snaps, "counts": {"d": n, "c": len(newer)}})
+    rec.emit("py.evolve_more")
+
+
 def write_expiry(cat):
     """Snapshot expiry: the oldest snapshots are expired (metadata only)."""
     schema = Schema(
@@ -356,6 +413,7 @@ def main():
     cat.create_namespace_if_not_exists("py")
     write_cow(cat)
     write_evolve(cat)
+    write_evolve_more(cat)
     write_expiry(cat)
     write_expiry_live(cat)
 
