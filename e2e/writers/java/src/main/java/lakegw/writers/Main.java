@@ -43,6 +43,7 @@ import org.apache.iceberg.deletes.BaseDVFileWriter;
 import org.apache.iceberg.deletes.EqualityDeleteWriter;
 import org.apache.iceberg.deletes.PositionDelete;
 import org.apache.iceberg.deletes.PositionDeleteWriter;
+import org.apache.iceberg.expressions.Literal;
 import org.apache.iceberg.hadoop.HadoopTables;
 import org.apache.iceberg.io.CloseableIterable;
 import org.apache.iceberg.io.DataWriter;
@@ -73,6 +74,7 @@ public final class Main {
     written.add(equalityDeletes(tables, base + "/eq_deletes"));
     written.add(upserts(tables, base + "/upsert"));
     written.add(expiry(tables, base + "/expiry"));
+    written.add(evolve(tables, base + "/evolve"));
     for (W w : written) {
       Map<String, Object> line = new LinkedHashMap<>();
       line.put("name", w.name);
@@ -500,6 +502,138 @@ public final class Main {
     }
     w.upsertCommit(List.of(), key, List.of(), gone);
     w.expect(Map.of("d", 10));
+    return w;
+  }
+
+  // ---------------------------------------------------------------------
+  // evolve: format v3, the schema changed twice under the rows: renamed
+  // columns (a nested one, then the identifier field), promoted types (int
+  // to long, float to double, a decimal's precision), added columns (one
+  // with an initial default, one nested), a column moved first and one
+  // dropped; deletion vectors and updates of rows written in each older
+  // schema. lakegw writes every record in the current schema.
+  // ---------------------------------------------------------------------
+  static final Schema EV = new Schema(
+      List.of(
+          Types.NestedField.required(1, "id", Types.LongType.get()),
+          Types.NestedField.optional(2, "name", Types.StringType.get()),
+          Types.NestedField.optional(3, "qty", Types.IntegerType.get()),
+          Types.NestedField.optional(4, "price", Types.FloatType.get()),
+          Types.NestedField.optional(5, "amt", Types.DecimalType.of(9, 2)),
+          Types.NestedField.optional(6, "addr", Types.StructType.of(
+              Types.NestedField.optional(7, "city", Types.StringType.get()),
+              Types.NestedField.optional(8, "zip", Types.IntegerType.get()))),
+          Types.NestedField.optional(9, "gone", Types.StringType.get())),
+      Set.of(1));
+
+  /**
+   * A row of the table's current schema, each value chosen by the field's
+   * role: its name in EV, found by field id (roles), whatever it is named now.
+   */
+  static Record evRow(Schema s, Map<Integer, String> roles, long id, int v) {
+    GenericRecord r = GenericRecord.create(s);
+    for (Types.NestedField f : s.columns()) {
+      Object val = switch (roles.getOrDefault(f.fieldId(), "")) {
+        case "id" -> id;
+        case "name" -> id % 7 == 0 ? null : "n" + id + "/" + v;
+        case "qty" -> f.type().typeId() == org.apache.iceberg.types.Type.TypeID.LONG ? (Object) (id * 1000L + v) : (Object) (int) (id + v);
+        case "price" -> f.type().typeId() == org.apache.iceberg.types.Type.TypeID.DOUBLE ? (Object) (id / 3.0) : (Object) (id / 10.0f);
+        case "amt" -> new BigDecimal(id * 131 + v).movePointLeft(2);
+        case "addr" -> {
+          Types.StructType st = f.type().asStructType();
+          GenericRecord a = GenericRecord.create(st);
+          for (Types.NestedField g : st.fields()) {
+            a.setField(g.name(), switch (roles.getOrDefault(g.fieldId(), "")) {
+              case "addr.city" -> "c" + (id % 5);
+              case "addr.zip" -> (int) (1000 + id);
+              default -> "IT";
+            });
+          }
+          yield id % 11 == 0 ? null : a;
+        }
+        case "gone" -> "g" + id;
+        // Columns added later: the initial default's (an int), a note.
+        default -> f.type().typeId() == org.apache.iceberg.types.Type.TypeID.INTEGER
+            ? (Object) (int) (id % 3) : (id % 2 == 0 ? null : "x" + id);
+      };
+      r.setField(f.name(), val);
+    }
+    return r;
+  }
+
+  static List<Record> evRows(Schema s, Map<Integer, String> roles, long from, long to, int v) {
+    List<Record> out = new ArrayList<>();
+    for (long id = from; id < to; id++) {
+      out.add(evRow(s, roles, id, v));
+    }
+    return out;
+  }
+
+  static W evolve(HadoopTables tables, String location) throws IOException {
+    Table t = tables.create(EV, PartitionSpec.unpartitioned(), SortOrder.unsorted(), props(3), location);
+    W w = new W("evolve", t);
+    // The table assigned its own field ids.
+    Map<Integer, String> roles = new HashMap<>();
+    for (String name : List.of("id", "name", "qty", "price", "amt", "addr", "addr.city", "addr.zip", "gone")) {
+      roles.put(t.schema().findField(name).fieldId(), name);
+    }
+    DataFile a = w.writeData(evRows(t.schema(), roles, 0, 40, 1), null);
+    DataFile b = w.writeData(evRows(t.schema(), roles, 40, 70, 1), null);
+    w.append(a, b);
+    w.expect(Map.of("c", 70));
+    t.updateSchema()
+        .renameColumn("name", "label")
+        .renameColumn("addr.city", "town")
+        .updateColumn("qty", Types.LongType.get())
+        .updateColumn("price", Types.DoubleType.get())
+        .updateColumn("amt", Types.DecimalType.of(18, 2))
+        .addColumn("note", Types.StringType.get())
+        .addColumn("level", Types.IntegerType.get(), Literal.of(7))
+        .moveFirst("amt")
+        .commit();
+    t.refresh();
+    // Deletes of rows written in the first schema.
+    Set<Long> pa = new HashSet<>();
+    for (long p = 1; p < 40; p += 4) {
+      pa.add(p);
+    }
+    Map<DataFile, Set<Long>> dv = new LinkedHashMap<>();
+    dv.put(a, pa);
+    Map<String, DeleteFile> dvs = w.writeDVs(dv);
+    w.rowDelta(List.of(), new ArrayList<>(dvs.values()));
+    w.expect(Map.of("d", pa.size()));
+    w.append(w.writeData(evRows(t.schema(), roles, 70, 90, 2), null));
+    w.expect(Map.of("c", 20));
+    t.updateSchema()
+        .renameColumn("id", "key_id")
+        .addColumn("addr", "country", Types.StringType.get())
+        .deleteColumn("gone")
+        .commit();
+    t.refresh();
+    // Updates of rows of both older schemas (b: the first, the file of
+    // 70..90: the second) by deletion vector and new versions.
+    DataFile c = w.table.currentSnapshot().addedDataFiles(t.io()).iterator().next();
+    Set<Long> pb = new HashSet<>();
+    List<Record> newer = new ArrayList<>();
+    for (long p = 0; p < 30; p += 6) {
+      pb.add(p);
+      newer.add(evRow(t.schema(), roles, 40 + p, 3));
+    }
+    Set<Long> pc = new HashSet<>();
+    for (long p = 1; p < 20; p += 5) {
+      pc.add(p);
+      newer.add(evRow(t.schema(), roles, 70 + p, 3));
+    }
+    Map<DataFile, Set<Long>> dv2 = new LinkedHashMap<>();
+    dv2.put(b, pb);
+    dv2.put(c, pc);
+    RowDelta rd = w.newRowDelta();
+    w.writeDVs(dv2).values().forEach(rd::addDeletes);
+    rd.addRows(w.writeData(newer, null));
+    rd.commit();
+    w.expect(Map.of("u", newer.size()));
+    w.append(w.writeData(evRows(t.schema(), roles, 90, 100, 4), null));
+    w.expect(Map.of("c", 10));
     return w;
   }
 
