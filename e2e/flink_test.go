@@ -81,6 +81,7 @@ func TestFlink(t *testing.T) {
 	}
 	ctl := newFlinkControl(t, cat)
 	ctl.setup(ctx)
+	writeRenamedTable(t, cat)
 
 	proxy := startCountingProxy(t)
 	g := startGateway(t, dir, proxy.target, "--advertised-listener", proxy.addr)
@@ -426,7 +427,7 @@ func (c *flinkControl) serve() string {
 				q[k] = v[0]
 			}
 			ft := c.tables[q["table"]]
-			if ft == nil && path != "/apis" {
+			if ft == nil && path != "/apis" && path != "/scan" {
 				http.Error(w, "unknown table "+q["table"], http.StatusNotFound)
 				return
 			}
@@ -456,6 +457,9 @@ func (c *flinkControl) serve() string {
 			rows = append(rows, toCtlRow(live[id]))
 		}
 		return map[string]any{"snapshot": toCtlSnapshot(tbl.CurrentSnapshot()), "rows": rows}, nil
+	})
+	handle("/scan", func(ctx context.Context, _ *flinkTable, q map[string]string) (any, error) {
+		return scanCurrentSchema(ctx, c.cat, q["table"])
 	})
 	handle("/snapshots", func(ctx context.Context, ft *flinkTable, _ map[string]string) (any, error) {
 		tbl, err := c.cat.LoadTable(ctx, identOf(ft.name))
