@@ -110,12 +110,27 @@ func projectValue(arr arrow.Array, from, to iceberg.Type, path string) (appendFn
 
 // projectPrimitive writes a primitive column as its own type or one it
 // was promoted to (Iceberg's type promotions: int to long, float to
-// double, a decimal's precision widened).
+// double, a decimal's precision widened; in v3 a date to a timestamp, and
+// an unknown, always null, column to any type).
 func projectPrimitive(arr arrow.Array, from, to iceberg.Type) (appendFn, error) {
 	if from.Equals(to) {
 		return newAppender(arr)
 	}
+	if _, ok := from.(iceberg.UnknownType); ok {
+		return newAppender(arr)
+	}
 	switch to.(type) {
+	case iceberg.TimestampType, iceberg.TimestampNsType:
+		if d, ok := arr.(*array.Date32); ok {
+			if _, ok := from.(iceberg.DateType); ok {
+				// Midnight of the date, as the promoted column reads it.
+				return withNulls(arr, func(dst []byte, row int) []byte {
+					dst = append(dst, '"')
+					dst = appendTimestamp(dst, int64(d.Value(row))*86_400, arrow.Second)
+					return append(dst, '"')
+				}), nil
+			}
+		}
 	case iceberg.Int64Type:
 		if _, ok := from.(iceberg.Int32Type); ok {
 			// An int's JSON is the same number as a long.

@@ -119,16 +119,21 @@ func TestRecordsInTheTargetSchema(t *testing.T) {
 }
 
 // Written in its own schema through the projection, a row has exactly the
-// bytes RowAppender gives it: the projection adds nothing of its own.
+// bytes RowAppender gives it: the projection adds nothing of its own (and
+// Prepare skips it for a snapshot written in the target schema).
 func TestProjectionOntoTheSameSchemaIsIdentity(t *testing.T) {
-	c := evolveChanges(t, evolveFrom())
+	c := evolveChanges(t, nil)
 	row, err := RowAppender(c.Batches[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	projected, err := projectedRowAppender(c.Batches[0], evolveFrom(), evolveFrom())
 	if err != nil {
 		t.Fatal(err)
 	}
 	for r := range 2 {
 		want := row(nil, r)
-		if got := c.enc.batches[0].row(nil, r); string(got) != string(want) {
+		if got := projected(nil, r); string(got) != string(want) {
 			t.Errorf("row %d\n got %s\nwant %s", r, got, want)
 		}
 	}
@@ -183,6 +188,34 @@ func equalInt32s(a, b []int32) bool {
 		}
 	}
 	return true
+}
+
+// Format v3's promotions: a date is read as midnight of a timestamp, and
+// an unknown (always null) column as any type.
+func TestProjectionOfV3Promotions(t *testing.T) {
+	from := iceberg.NewSchema(0,
+		iceberg.NestedField{ID: 1, Name: "d", Type: iceberg.PrimitiveTypes.Date},
+		iceberg.NestedField{ID: 2, Name: "u", Type: iceberg.UnknownType{}},
+	)
+	to := iceberg.NewSchema(1,
+		iceberg.NestedField{ID: 1, Name: "d", Type: iceberg.PrimitiveTypes.Timestamp},
+		iceberg.NestedField{ID: 2, Name: "u", Type: iceberg.PrimitiveTypes.Int64},
+	)
+	sc := arrow.NewSchema([]arrow.Field{{Name: "d", Type: arrow.FixedWidthTypes.Date32, Nullable: true}, {Name: "u", Type: arrow.Null, Nullable: true}}, nil)
+	rec, _, err := array.RecordFromJSON(memory.DefaultAllocator, sc, strings.NewReader(`[{"d":"2024-03-21","u":null},{"d":null,"u":null}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Release()
+	row, err := projectedRowAppender(rec, from, to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for r, want := range []string{`{"d":"2024-03-21 00:00:00","u":null}`, `{"d":null,"u":null}`} {
+		if got := string(row(nil, r)); got != want {
+			t.Errorf("row %d: %s, want %s", r, got, want)
+		}
+	}
 }
 
 // A column whose type changed in a way Iceberg does not allow fails to

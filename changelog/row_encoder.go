@@ -50,12 +50,17 @@ func (c *Changes) encoders() (*changesEncoders, error) {
 func buildEncoders(c *Changes) (*changesEncoders, error) {
 	enc := &changesEncoders{batches: make([]batchEncoder, len(c.Batches)),
 		debeziumTail: appendDebeziumTail(nil, c), canalTail: appendCanalTail(nil, c)}
+	keyIDs := c.KeyFieldIDs
+	if c.Target != nil {
+		keyIDs = c.TargetKeyFieldIDs
+	}
+	// A snapshot written in the target schema itself (the common case)
+	// needs no projection.
+	project := c.Target != nil && c.Target.ID != c.Schema.ID
 	for i, b := range c.Batches {
 		var row, key appendFn
 		var err error
-		keyIDs := c.KeyFieldIDs
-		if c.Target != nil {
-			keyIDs = c.TargetKeyFieldIDs
+		if project {
 			row, err = projectedRowAppender(b, c.Schema, c.Target)
 		} else {
 			row, err = RowAppender(b)
@@ -64,7 +69,7 @@ func buildEncoders(c *Changes) (*changesEncoders, error) {
 			return nil, fmt.Errorf("batch %d of %s snapshot %d: %w", i, c.Table, c.SnapshotID, err)
 		}
 		if len(keyIDs) > 0 {
-			if c.Target != nil {
+			if project {
 				key, err = projectedKeyAppender(b, c.Schema, c.Target, keyIDs)
 			} else {
 				key, err = KeyAppender(c.Schema, b, keyIDs)
