@@ -31,10 +31,9 @@ func writeRenamedTable(t *testing.T, cat catalog.Catalog) {
 		iceberg.NestedField{ID: 3, Name: "qty", Type: iceberg.PrimitiveTypes.Int32},
 		iceberg.NestedField{ID: 4, Name: "price", Type: iceberg.PrimitiveTypes.Float32},
 	)
-	tbl, err := cat.CreateTable(ctx, identOf(renamedTable), sc, catalog.WithProperties(iceberg.Properties{
+	if _, err := cat.CreateTable(ctx, identOf(renamedTable), sc, catalog.WithProperties(iceberg.Properties{
 		"format-version": "2", "write.delete.mode": "merge-on-read",
-	}))
-	if err != nil {
+	})); err != nil {
 		t.Fatalf("create %s: %v", renamedTable, err)
 	}
 	ident := identOf(renamedTable)
@@ -59,7 +58,8 @@ func writeRenamedTable(t *testing.T, cat catalog.Catalog) {
 	}
 	deleteKeys("id", 1, 5, 9)
 
-	if tbl, err = cat.LoadTable(ctx, ident); err != nil {
+	tbl, err := cat.LoadTable(ctx, ident)
+	if err != nil {
 		t.Fatal(err)
 	}
 	tx := tbl.NewTransaction()
