@@ -16,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/apache/iceberg-go/table"
 )
 
 // writerTable is one line of a writer's output: a table it wrote and the
@@ -144,6 +146,7 @@ func TestFidelityPyIceberg(t *testing.T) {
 		fidRegister(t, data3, name, tbl.MetadataLocation())
 		g3 := startGateway(t, data3, "", "--partitions", "3")
 		fidCheck(t, g3, fidelityTable{name: name, topic: name, open: fidOpenCatalog(dir, name)})
+		fidFormatsInCurrentSchema(t, name, tbl.MetadataLocation(), fidOpenCatalog(dir, name))
 		parts, _ := fidConsume(t, g3.addr, name)
 		keyParts := map[string]map[int32]bool{}
 		for p, recs := range parts {
@@ -209,6 +212,7 @@ func TestFidelityIcebergJava(t *testing.T) {
 			fidCheck(t, g, fidelityTable{name: w.Name, topic: "java." + w.Name,
 				open: fidOpenAt("java."+w.Name, w.Metadata, "", ""), expect: w.expectGroups(t)})
 			if w.Name == "evolve" {
+				fidFormatsInCurrentSchema(t, "java."+w.Name, w.Metadata, fidOpenAt("java."+w.Name, w.Metadata, "", ""))
 				// A row written before the column level was added (with
 				// initial default 7) has it as 7, under the current
 				// names, its float 0.2f promoted to double as Iceberg
@@ -305,4 +309,70 @@ func buildJavaWriter(t *testing.T, mvn string) string {
 		t.Fatal(err)
 	}
 	return filepath.Join(build, "classes") + string(os.PathListSeparator) + strings.TrimSpace(string(cp))
+}
+
+// fidFormatsInCurrentSchema serves the table written at metadata (its
+// identifier field renamed to key_id) in each format but debezium-json,
+// which fidCheck covers: canal-json and json images and upsert values carry
+// exactly the table's current columns, upsert keys the key's new name, and
+// the upsert topic materialized by key (a null value deletes) equals
+// iceberg-go's read of the table in its current schema.
+func fidFormatsInCurrentSchema(t *testing.T, name, metadata string, open func(t *testing.T) *table.Table) {
+	tbl := open(t)
+	current := tbl.Metadata().CurrentSchema()
+	var columns []string
+	for _, f := range current.Fields() {
+		columns = append(columns, f.Name)
+	}
+	hist := fidWalkMain(tbl.Metadata())
+	for _, format := range []string{"canal-json", "upsert", "json"} {
+		t.Run(format, func(t *testing.T) {
+			data := filepath.Join(t.TempDir(), "gateway")
+			fidRegister(t, data, name, metadata)
+			g := startGateway(t, data, "", "--format", format, "--partitions", "2")
+			if msg := fidWaitIndexed(t, g, name, hist[len(hist)-1].id); msg != "" {
+				t.Fatalf("the gateway cannot index %s: %s", name, msg)
+			}
+			parts, _ := fidConsume(t, g.addr, name)
+			rs := newFidSchema(current)
+			live := map[string]map[string]any{}
+			for _, recs := range parts {
+				for _, r := range recs {
+					checkColumns(t, format, r, columns)
+					if format != "upsert" {
+						continue
+					}
+					if r.Value == nil {
+						delete(live, string(r.Key))
+						continue
+					}
+					dec := json.NewDecoder(bytes.NewReader(r.Value))
+					dec.UseNumber()
+					var row map[string]any
+					if err := dec.Decode(&row); err != nil {
+						t.Fatalf("offset %d: %v: %s", r.Offset, err, r.Value)
+					}
+					live[string(r.Key)] = row
+				}
+			}
+			if format != "upsert" {
+				return
+			}
+			got := map[string]int{}
+			for _, row := range live {
+				fr, err := rs.jsonRow(row)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got[fr.key()]++
+			}
+			want, err := fidScan(tbl, hist[len(hist)-1], rs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := fidDiff(rs, want, got, 5); diff != "" {
+				t.Errorf("the upsert topic materialized by key differs from the table:\n%s", diff)
+			}
+		})
+	}
 }

@@ -330,7 +330,7 @@ def write_evolve_more(cat):
     f = Or(LessThan("key_id", 10), GreaterThanOrEqual("key_id", 85))
     n = rec.count(f)
     newer = [{"qty": -i, "key_id": i, "amt": dec(i), "name": f"again {i}",
-              "addr": {"town": "Lecce", "zip": 73, "country": "IT"}} for i in range(5, 12)]
+              "addr": {"town": "Lecce", "zip": 73, "country": "IT"}} for i in range(5, 10)]
     snaps = rec.run(lambda: t.overwrite(pa.Table.from_pylist(newer, schema=t.schema().as_arrow()), overwrite_filter=f))
     rec.expect.append({"snapshots": snaps, "counts": {"d": n, "c": len(newer)}})
     rec.emit("py.evolve_more")
