@@ -1,7 +1,9 @@
 // Package changelog owns the change-record model of lakegw (an event per row
 // change: op, before-image, after-image, key, snapshot, sequence number,
-// partition), the record formats (debezium-json, canal-json, upsert, json)
-// and the Kafka key partitioner, the main-branch history of a table
+// partition), the record formats (debezium-json, canal-json, upsert, json),
+// the projection of rows written in one schema onto the table's current
+// one (projection.go) and the Kafka key partitioner, the main-branch
+// history of a table
 // (SnapshotRef, MainHistory, and the pinned log that keeps expired snapshots
 // a consumer still needs: PinnedLog, PinnedHistory, WithPinned), and the
 // changelog files of lakegw's LSM

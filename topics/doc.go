@@ -1,7 +1,8 @@
 // Package topics owns the set of topics lakegw serves: it watches the catalog
 // (and the registered tables) for tables and new snapshots, derives each new
-// snapshot's change records once to extend the offset index, and wakes the
-// fetches waiting for data.
+// snapshot's change records once to extend the offset index, follows how a
+// topic's records are written (its Encoding: format, key, schema mode and
+// the table's current schema), and wakes the fetches waiting for data.
 //
 // It sits between fetch/ and the lake: it may import offsets/, derive/
 // (the changes of a snapshot), changelog/, lake/ and state/; it must not
