@@ -221,20 +221,7 @@ func TestProjectionOfV3Promotions(t *testing.T) {
 // Writing records in the target schema allocates nothing per record, in
 // every format, as writing them as written does.
 func TestProjectedEncodingAllocationFree(t *testing.T) {
-	c := evolveChanges(t, evolveTo())
-	for _, name := range []string{"debezium-json", "canal-json", "upsert", "json"} {
-		f, _ := FormatByName(name)
-		buf := make([]byte, 0, 4096)
-		allocs := testing.AllocsPerRun(1000, func() {
-			for i := range c.Records {
-				buf, _ = f.AppendKey(buf[:0], c, &c.Records[i])
-				buf, _ = f.AppendValue(buf[:0], c, &c.Records[i])
-			}
-		})
-		if allocs != 0 {
-			t.Errorf("%s: %v allocations per run of %d records, want 0", name, allocs, len(c.Records))
-		}
-	}
+	checkAllocationFree(t, evolveChanges(t, evolveTo()))
 }
 
 // A column whose type changed in a way Iceberg does not allow fails to

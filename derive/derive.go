@@ -84,14 +84,14 @@ func newChanges(tbl *table.Table, s *table.Snapshot, snap changelog.SnapshotRef,
 	if err != nil {
 		return nil, err
 	}
-	// Configured key columns are named as the table names them now: a
-	// snapshot written before a rename holds them under their field ids.
-	current := opts.Target
-	if current == nil {
-		current = meta.CurrentSchema()
-	}
 	keys := schema.IdentifierFieldIDs
-	if len(keys) == 0 {
+	if len(keys) == 0 && len(opts.KeyColumns) > 0 {
+		// Configured key columns are named as the table names them now:
+		// a snapshot written before a rename holds them under their ids.
+		current := opts.Target
+		if current == nil {
+			current = meta.CurrentSchema() // a copy: only when needed
+		}
 		if keys, err = changelog.KeyFieldIDs(current, opts.KeyColumns); err != nil {
 			return nil, fmt.Errorf("%s: %w", tableName(tbl), err)
 		}
