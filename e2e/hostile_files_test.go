@@ -75,7 +75,7 @@ func TestHostileDamagedFiles(t *testing.T) {
 	fidRegister(t, dir, "hostile.healthy", fidLatestMetadata(t, healthy),
 		"data/persistent/equality_deletes/warehouse/mydb/mytable_partitioned="+healthy)
 
-	g := startGateway(t, dir, "")
+	g := startGatewayForRSS(t, dir, "")
 	errA := hostileWaitIndexError(t, g, "hostile.damaged_data")
 	if !strings.Contains(errA, "2019-00.parquet") {
 		t.Errorf("the damaged table's error does not name the data file: %s", errA)

@@ -50,7 +50,7 @@ const (
 // lapse within 10 s, and the groups they made are forgotten: RSS stays
 // within hgRSSGrowth of idle while a healthy client is answered in 1 s.
 func TestHostileGroupsJoinFloodStaysBounded(t *testing.T) {
-	g := startGateway(t, t.TempDir(), "")
+	g := startGatewayForRSS(t, t.TempDir(), "")
 	pid := g.cmd.Process.Pid
 	idle, _ := procs.MemStat(pid)
 	procs.ResetHWM(pid)
@@ -125,7 +125,7 @@ func TestHostileGroupsJoinFloodStaysBounded(t *testing.T) {
 func TestHostileGroupsCommitFloodStaysBounded(t *testing.T) {
 	dir := t.TempDir()
 	setupTable(t, dir)
-	g := startGateway(t, dir, "")
+	g := startGatewayForRSS(t, dir, "")
 	if code := hgCommit(t, g.addr, "healthy", 5); code != 0 {
 		t.Fatalf("healthy commit before the flood: %v", kerr.ErrorForCode(code))
 	}
@@ -166,7 +166,7 @@ func TestHostileGroupsCommitFloodStaysBounded(t *testing.T) {
 	stateBytes := hgStateSize(t, dir)
 
 	g.stop()
-	g2 := startGateway(t, dir, "")
+	g2 := startGatewayForRSS(t, dir, "")
 	restartRSS, _ := procs.MemStat(g2.cmd.Process.Pid)
 	t.Logf("commit flood: answers %v; state.db %d KiB -> %d KiB; RSS idle %d MiB, peak %d MiB, after restart %d MiB; ListGroups %d KiB in %v; slowest healthy Metadata %v",
 		hgCodeNames(codes), before>>10, stateBytes>>10, idle>>20, peak>>20, restartRSS>>20, len(raw)>>10, took, probe.slowest())

@@ -135,7 +135,7 @@ func TestHostileSlowFramesDoNotStarveHealthyClients(t *testing.T) {
 	const conns = 1100
 	dir := t.TempDir()
 	setupTable(t, dir)
-	g := startGateway(t, dir, "", "--frame-read-timeout", "5s")
+	g := startGatewayForRSS(t, dir, "", "--frame-read-timeout", "5s")
 	rssBefore, _ := procs.MemStat(g.cmd.Process.Pid)
 	procs.ResetHWM(g.cmd.Process.Pid)
 
@@ -208,7 +208,7 @@ func TestHostileConnectionFloodIsBounded(t *testing.T) {
 		// 3,000 connections that send nothing cost each a connection's
 		// buffers and goroutines, and a healthy client is still answered.
 		const n = 3000
-		g := startGateway(t, dir, "")
+		g := startGatewayForRSS(t, dir, "")
 		pid := g.cmd.Process.Pid
 		rssBefore, _ := procs.MemStat(pid)
 		procs.ResetHWM(pid)
@@ -301,7 +301,7 @@ func TestHostilePipelinedFetchesKeepMemoryBounded(t *testing.T) {
 	dir := t.TempDir()
 	w := newTableWriter(t, dir, "e2e", "events")
 	w.appendRows(60000)
-	g := startGateway(t, dir, "")
+	g := startGatewayForRSS(t, dir, "")
 	pid := g.cmd.Process.Pid
 
 	// One honest read warms the caches and gives the size of the answer.
