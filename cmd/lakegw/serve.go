@@ -143,14 +143,9 @@ func cmdServe(ctx context.Context, args []string, demo bool) (err error) {
 		}
 	}
 
+	// The maintainer's manifest cache (64 MiB at most) is part of the
+	// working set the limit leaves over the memory caches.
 	caches := *cacheBytes + *changesBytes
-	if *maintainEvery > 0 {
-		// The maintainer's manifest cache is a cache like the others:
-		// a limit that leaves it out has the collector run ever more
-		// often as the caches fill (a 4,000-commit soak: GC went from a
-		// tenth to half of the gateway's CPU).
-		caches += maintain.DefaultManifestCacheBytes
-	}
 	setMemoryLimit(caches, log)
 
 	defaults := topics.TopicConfig{Format: *format, Compression: *compression, Partitions: int32(*partitions), BatchRecords: *batchRecords,
