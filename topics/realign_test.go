@@ -140,3 +140,45 @@ func threeSnapshots(t *testing.T, f *fixture, name string) table.Identifier {
 	waitFor(t, "5 records", func() bool { tp, ok := f.reg.Topic("ns." + name); return ok && tp.Index.HighWatermark(0) == 5 })
 	return ident
 }
+
+// A prefix replaced by a newer one lies below the log start, so its rows
+// leave the changes cache at once rather than when idle: a streaming table
+// expires every few seconds, and a minute of replaced prefixes was the
+// largest growing part of a soak's live heap.
+func TestReplacedPrefixLeavesTheChangesCache(t *testing.T) {
+	f := startRegistry(t, t.TempDir())
+	ident := threeSnapshots(t, f, "roll")
+	tp, _ := f.reg.Topic("ns.roll")
+	prefix := func() offsets.Snapshot {
+		t.Helper()
+		var p offsets.Snapshot
+		waitFor(t, "a compacted prefix", func() bool {
+			s, ok := tp.Index.First()
+			p = s
+			return ok && s.Kind == offsets.KindCompactedPrefix
+		})
+		return p
+	}
+	cached := func(s offsets.Snapshot) bool {
+		_, ok := tp.changes.Get(tp.changesKey(s.SnapshotID, offsets.KindCompactedPrefix, tp.Encoding()))
+		return ok
+	}
+	expireAllButLast2(t, f.cat, ident)
+	first := prefix()
+	if !cached(first) {
+		t.Fatal("a new prefix is cached for the consumers at the log start")
+	}
+	appendIDs(t, f.cat, ident, 6)
+	expireAllButLast2(t, f.cat, ident)
+	var second offsets.Snapshot
+	waitFor(t, "a second compacted prefix", func() bool {
+		second = prefix()
+		return second.SnapshotID != first.SnapshotID
+	})
+	if cached(first) {
+		t.Fatal("the replaced prefix is still in the changes cache")
+	}
+	if !cached(second) {
+		t.Fatal("the new prefix is not cached")
+	}
+}

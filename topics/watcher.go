@@ -624,6 +624,14 @@ func (w *watcher) compactExpired(ctx context.Context, tbl *table.Table, indexed 
 	if err != nil {
 		return err
 	}
+	if old := indexed[0]; old.Kind == offsets.KindCompactedPrefix && old.SnapshotID != e.SnapshotID {
+		// The prefix this one replaces lies below the new log start: no
+		// fetch can locate it again, so its rows leave memory now, not
+		// when idle (a streaming table expires every few seconds, and
+		// a minute of replaced prefixes was the largest growing part of
+		// a soak's live heap).
+		t.changes.Remove(t.changesKey(old.SnapshotID, offsets.KindCompactedPrefix, t.Encoding()))
+	}
 	w.log.Info().Int("expired_snapshots", expired).Int64("prefix_snapshot_id", e.SnapshotID).
 		Int("live_rows", len(c.Records)).Int32("leader_epoch", t.Index.LeaderEpoch()).
 		Msg("older snapshots were expired; the topic now starts with the live rows of the earliest retained snapshot")
