@@ -70,7 +70,7 @@ func OpenCatalog(ctx context.Context, dataDir string, props iceberg.Properties) 
 		// Keep what the catalog was opened from: OpenMetadataPointers
 		// opens the same database.
 		return &sqlCatalog{Catalog: c, name: name, driver: props[sqlcat.DriverKey],
-			dialect: strings.ToLower(props[sqlcat.DialectKey]), uri: props["uri"]}, nil
+			dialect: strings.ToLower(props[sqlcat.DialectKey]), uri: props["uri"], props: maps.Clone(props)}, nil
 	}
 	if c, ok := cat.(*rest.Catalog); ok {
 		// Likewise: OpenMetadataPointers opens a second client.

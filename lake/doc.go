@@ -4,7 +4,9 @@
 // file IO that maps a table's recorded locations to where its files lie now,
 // the cheap "has this table changed" of SQL and REST catalogs (MetadataPointers:
 // one row of the catalog database, or a load of the referenced snapshots only,
-// instead of a metadata JSON parse), what a commit conflict looks like
+// instead of a metadata JSON parse), the parse of a table's successive
+// metadata files in time proportional to what each adds (MetadataReader,
+// LoadTableAt), what a commit conflict looks like
 // (IsCommitConflict) and the cleanup of a lost one (CommitOrClean), the
 // removal of files through a table's IO (RemoveFiles), and the compaction
 // lease by which a compaction holds lakegw's own writers of a table

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	sqlcat "github.com/apache/iceberg-go/catalog/sql"
 	"github.com/apache/iceberg-go/table"
@@ -19,6 +20,9 @@ import (
 type sqlCatalog struct {
 	*sqlcat.Catalog
 	name, driver, dialect, uri string
+	// props are the catalog's properties: LoadTableAt opens a table's
+	// files with them, as the catalog's own LoadTable does.
+	props iceberg.Properties
 }
 
 // MetadataPointers reads the current metadata location of a table without

@@ -64,3 +64,26 @@ func TestIdlePollsLoadNothing(t *testing.T) {
 		t.Fatalf("one commit and 40 idle polls loaded the table %d times, want 1", n)
 	}
 }
+
+// Following a table of the SQL catalog decodes each snapshot of its
+// metadata files once, not every retained snapshot at every commit: the
+// cost of a commit does not grow with the table's retained history.
+func TestFollowingATableDecodesEachSnapshotOnce(t *testing.T) {
+	f := startRegistry(t, t.TempDir())
+	ident := table.Identifier{"ns", "follow"}
+	createTable(t, f, ident)
+	const commits = 25
+	for i := int64(1); i <= commits; i++ {
+		appendIDs(t, f.cat, ident, i)
+		waitFor(t, "the commit", func() bool {
+			tp, ok := f.reg.Topic("ns.follow")
+			return ok && tp.Index.HighWatermark(0) == i
+		})
+	}
+	f.reg.mu.Lock()
+	w := f.reg.watchers["ns.follow"]
+	f.reg.mu.Unlock()
+	if n := w.meta.Decoded(); n != commits {
+		t.Fatalf("following %d commits decoded %d snapshots, want each once", commits, n)
+	}
+}

@@ -38,6 +38,9 @@ type watcher struct {
 	pinnedIDs  map[int64]bool
 	lastMeta   string
 	lastErr    string
+	// meta parses the table's successive metadata files, each from what
+	// the previous one parsed (lake.MetadataReader).
+	meta *lake.MetadataReader
 	// failures counts the polls in a row that failed: a damaged table is
 	// retried with backoff (see retryDelay), not re-read every interval.
 	failures  int
@@ -54,7 +57,7 @@ type watcher struct {
 
 func newWatcher(parent context.Context, r *Registry, name string, src tableSource, prev *watcher) *watcher {
 	ctx, cancel := context.WithCancel(parent)
-	return &watcher{r: r, name: name, src: src, ctx: ctx, cancel: cancel, prev: prev,
+	return &watcher{r: r, name: name, src: src, ctx: ctx, cancel: cancel, prev: prev, meta: lake.NewMetadataReader(),
 		log: r.log.With().Str("topic", name).Logger(), firstSync: make(chan struct{}), done: make(chan struct{})}
 }
 
@@ -157,7 +160,16 @@ type loadError struct{ err error }
 func (e *loadError) Error() string { return e.err.Error() }
 func (e *loadError) Unwrap() error { return e.err }
 
-func (w *watcher) load(ctx context.Context) (*table.Table, error) {
+// load loads the table; loc is its current metadata location as the
+// catalog's pointer gives it, "" when there is none to ask.
+func (w *watcher) load(ctx context.Context, loc string) (*table.Table, error) {
+	if w.src.fromCat && loc != "" {
+		tbl, err := lake.LoadTableAt(ctx, w.r.cat, w.src.ident, loc, w.meta)
+		if err != nil {
+			return nil, fmt.Errorf("load table: %w", err)
+		}
+		return tbl, nil
+	}
 	if w.src.fromCat {
 		tbl, err := w.r.cat.LoadTable(ctx, w.src.ident)
 		if err != nil {
@@ -174,18 +186,23 @@ func (w *watcher) sync(ctx context.Context) error {
 		// can appear until it is registered again.
 		return nil
 	}
-	if w.topic != nil && w.lastErr == "" && w.src.fromCat && w.r.pointers != nil {
+	var loc string
+	if w.src.fromCat && w.r.pointers != nil {
 		// An idle poll reads one catalog row, not the metadata JSON,
-		// which grows with the table's history.
-		loc, ok, err := w.r.pointers.Location(ctx, w.src.ident)
+		// which grows with the table's history; a busy one parses what
+		// the new metadata file adds.
+		l, ok, err := w.r.pointers.Location(ctx, w.src.ident)
 		if err != nil {
 			return &loadError{err}
 		}
-		if ok && loc == w.lastMeta {
+		if ok && l == w.lastMeta && w.topic != nil && w.lastErr == "" {
 			return nil
 		}
+		if ok {
+			loc = l
+		}
 	}
-	tbl, err := w.load(ctx)
+	tbl, err := w.load(ctx, loc)
 	if err != nil {
 		return &loadError{err}
 	}

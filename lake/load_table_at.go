@@ -1,0 +1,54 @@
+package lake
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/apache/iceberg-go/catalog"
+	icebergio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+)
+
+// LoadTableAt loads table ident of cat from the metadata file at loc, the
+// location MetadataPointers read for it, parsing the file with r (which
+// reuses what it parsed of the table's previous files). Tables of other
+// catalogs than SQL ones, and compressed metadata files, are loaded by
+// the catalog as usual.
+func LoadTableAt(ctx context.Context, cat catalog.Catalog, ident table.Identifier, loc string, r *MetadataReader) (*table.Table, error) {
+	c, ok := cat.(*sqlCatalog)
+	if !ok || !strings.HasSuffix(loc, ".metadata.json") ||
+		strings.HasSuffix(loc, ".gz.metadata.json") || strings.HasSuffix(loc, ".zstd.metadata.json") {
+		return cat.LoadTable(ctx, ident)
+	}
+	fsF := icebergio.LoadFSFunc(c.props, loc)
+	fs, err := fsF(ctx)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := readAll(fs, loc)
+	if err != nil {
+		return nil, fmt.Errorf("read metadata file %s: %w", loc, err)
+	}
+	meta, err := r.Parse(doc)
+	if err != nil {
+		return nil, fmt.Errorf("parse metadata file %s: %w", loc, err)
+	}
+	return table.New(ident, meta, loc, fsF, c), nil
+}
+
+func readAll(fs icebergio.IO, name string) ([]byte, error) {
+	if rf, ok := fs.(icebergio.ReadFileIO); ok {
+		return rf.ReadFile(name)
+	}
+	f, err := fs.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	b, err := io.ReadAll(f)
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	return b, err
+}
