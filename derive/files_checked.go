@@ -2,10 +2,10 @@ package derive
 
 import (
 	"hash/maphash"
+	"sync"
 
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
-	lru "github.com/hashicorp/golang-lru/v2"
 )
 
 // checkedKey identifies the bytes of a file that decoded without fault:
@@ -49,30 +49,74 @@ func checkedKeyOf(fs icebergio.IO, f iceberg.DataFile) checkedKey {
 	return k
 }
 
-// maxCheckedFiles bounds the set of checked files (some 150 bytes each,
-// none of them pointers but the LRU's own links):
-// beyond it the oldest are forgotten and checked again when read again.
+// maxCheckedFiles bounds the set of checked files (some 100 bytes each):
+// beyond it the least recently looked-up are forgotten and checked again
+// when read again.
 const maxCheckedFiles = 1 << 16
 
-// checkedSet is a bounded set of checked files, least recently used
-// forgotten first (golang-lru, safe for concurrent use).
+// checkedSet is a bounded set of checked files, safe for concurrent use.
+// It holds no pointer at all (a map of pointer-free keys and values, and a
+// ring of keys): the set fills over a long-running gateway's first hour,
+// and the linked entries of an LRU list were 130,000 pointers the collector
+// traced on every cycle. Eviction is CLOCK: a key looked up since the hand
+// last passed it gets a second chance.
 type checkedSet struct {
-	lru *lru.Cache[checkedKey, struct{}]
+	mu sync.Mutex
+	// at maps a key to its slot in ring.
+	at   map[checkedKey]int32
+	ring []checkedSlot
+	hand int
 }
 
-var filesChecked = newCheckedSet()
+type checkedSlot struct {
+	key  checkedKey
+	used bool // the slot holds a key
+	seen bool // looked up since the hand last passed
+}
 
-func newCheckedSet() *checkedSet {
-	c, err := lru.New[checkedKey, struct{}](maxCheckedFiles)
-	if err != nil {
-		panic(err) // only for a size <= 0, a constant here
+var filesChecked = newCheckedSet(maxCheckedFiles)
+
+func newCheckedSet(capacity int) *checkedSet {
+	return &checkedSet{at: make(map[checkedKey]int32, capacity), ring: make([]checkedSlot, capacity)}
+}
+
+func (s *checkedSet) has(k checkedKey) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i, ok := s.at[k]
+	if ok {
+		s.ring[i].seen = true
 	}
-	return &checkedSet{lru: c}
+	return ok
 }
 
-func (s *checkedSet) has(k checkedKey) bool { return s.lru.Contains(k) }
-
-func (s *checkedSet) add(k checkedKey) { s.lru.Add(k, struct{}{}) }
+func (s *checkedSet) add(k checkedKey) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.at[k]; ok {
+		return
+	}
+	for {
+		slot := &s.ring[s.hand]
+		if !slot.used || !slot.seen {
+			if slot.used {
+				delete(s.at, slot.key)
+			}
+			*slot = checkedSlot{key: k, used: true}
+			s.at[k] = int32(s.hand)
+			s.hand = (s.hand + 1) % len(s.ring)
+			return
+		}
+		slot.seen = false
+		s.hand = (s.hand + 1) % len(s.ring)
+	}
+}
 
 // forget drops every key: tests damage a file after it was checked.
-func (s *checkedSet) forget() { s.lru.Purge() }
+func (s *checkedSet) forget() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	clear(s.at)
+	clear(s.ring)
+	s.hand = 0
+}

@@ -2,9 +2,11 @@ package derive
 
 import (
 	"context"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -107,4 +109,54 @@ func copyTree(t *testing.T, src, dst string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// The checked set stays within its capacity, forgets first the keys not
+// looked up since the clock hand last passed, and holds nothing the
+// collector must trace.
+func TestCheckedSetBoundedClockWithoutPointers(t *testing.T) {
+	key := func(i int) checkedKey {
+		return checkedKey{location: hashLocation(fmt.Sprint("file-", i)), size: int64(i)}
+	}
+	s := newCheckedSet(4)
+	for i := range 4 {
+		s.add(key(i))
+	}
+	if !s.has(key(0)) || !s.has(key(2)) {
+		t.Fatal("a key added is not there")
+	}
+	s.add(key(4)) // the hand passes 0 (looked up), takes 1's slot
+	s.add(key(5)) // passes 2, takes 3's slot
+	for i, want := range []bool{true, false, true, false, true, true} {
+		if got := s.has(key(i)); got != want {
+			t.Fatalf("key %d: has %v, want %v", i, got, want)
+		}
+	}
+	for i := range 1000 {
+		s.add(key(100 + i))
+	}
+	if len(s.at) != 4 || !s.has(key(1099)) {
+		t.Fatalf("%d keys held for a capacity of 4", len(s.at))
+	}
+	for _, typ := range []reflect.Type{reflect.TypeFor[checkedKey](), reflect.TypeFor[checkedSlot](), reflect.TypeFor[int32]()} {
+		if hasPointers(typ) {
+			t.Fatalf("%v holds pointers: the collector would trace every entry", typ)
+		}
+	}
+}
+
+func hasPointers(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.String, reflect.Interface, reflect.Chan, reflect.Func, reflect.UnsafePointer:
+		return true
+	case reflect.Array:
+		return hasPointers(t.Elem())
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if hasPointers(t.Field(i).Type) {
+				return true
+			}
+		}
+	}
+	return false
 }
