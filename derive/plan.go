@@ -49,6 +49,24 @@ func planSnapshot(ctx context.Context, tbl *table.Table, snapshotID int64, cache
 	return planClaimed(ctx, tbl, claim, cache)
 }
 
+// planSnapshotOnce returns the plan of a snapshot read whole once: from
+// the cache when it is there, else planned (from the slim files of the
+// last plan cached) and not cached. A compacted prefix is read so at every
+// expiry, and its rows are what the changes cache keeps: its plan, every
+// live file of the table in copies no neighbouring plan shares, stayed in
+// the cache until 64 later plans pushed it out, several at a time on a
+// streaming table, and was the largest growing part of a soak's live heap.
+func planSnapshotOnce(ctx context.Context, tbl *table.Table, snapshotID int64, cache *PlanCache) (livePlan, error) {
+	snap := tbl.Metadata().SnapshotByID(snapshotID)
+	if snap == nil {
+		return nil, fmt.Errorf("snapshot %d is not in the table metadata (expired?)", snapshotID)
+	}
+	if plan, ok := cache.get(planKeyFor(tbl, snap)); ok {
+		return plan, nil
+	}
+	return cache.planFiles(ctx, tbl, snap)
+}
+
 // planClaimed makes the plans of a claimed chain, oldest first, completing
 // each one's call as soon as it is made (or failed).
 func planClaimed(ctx context.Context, tbl *table.Table, ch *planClaim, cache *PlanCache) (plan livePlan, err error) {

@@ -258,3 +258,45 @@ func TestPlanCacheBounds(t *testing.T) {
 		t.Fatal("nil cache")
 	}
 }
+
+// A snapshot read whole (a compacted prefix) uses a cached plan when there
+// is one, and otherwise plans it without caching it: its rows are what the
+// changes cache keeps, and a cached full plan per expiry was the largest
+// growing part of a streaming gateway's heap.
+func TestReadSnapshotLeavesNoPlanInTheCache(t *testing.T) {
+	ctx := context.Background()
+	cat := newTestCatalog(t)
+	tbl := createTable(t, cat, "prefix", testSchema(), catalog.WithProperties(iceberg.Properties{"format-version": "2"}))
+	tbl = appendJSON(t, tbl, jsonRows(0, 30), 10)
+	tbl = appendJSON(t, tbl, jsonRows(30, 40), 0)
+	hist, err := changelog.MainHistory(tbl.Metadata())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := NewPlanCache(8, 1000)
+	last := hist[len(hist)-1]
+	c, err := ReadSnapshot(ctx, tbl, last, Options{PlanCache: cache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Records) != 40 {
+		t.Fatalf("%d rows read, want 40", len(c.Records))
+	}
+	key := planKeyFor(tbl, tbl.Metadata().SnapshotByID(last.SnapshotID))
+	if cache.has(key) || cache.FullPlans() != 1 {
+		t.Fatalf("after a read whole: plan cached %v, %d full plans", cache.has(key), cache.FullPlans())
+	}
+	if _, err := planSnapshot(ctx, tbl, last.SnapshotID, cache); err != nil {
+		t.Fatal(err)
+	}
+	if !cache.has(key) {
+		t.Fatal("planning for a derivation did not cache the plan")
+	}
+	plans := cache.FullPlans()
+	if _, err := ReadSnapshot(ctx, tbl, last, Options{PlanCache: cache}); err != nil {
+		t.Fatal(err)
+	}
+	if cache.FullPlans() != plans {
+		t.Fatal("a read whole planned again what the cache holds")
+	}
+}

@@ -23,7 +23,7 @@ func ReadSnapshot(ctx context.Context, tbl *table.Table, snap changelog.Snapshot
 	if err != nil {
 		return nil, err
 	}
-	plan, err := planSnapshot(ctx, tbl, s.SnapshotID, opts.PlanCache)
+	plan, err := planSnapshotOnce(ctx, tbl, s.SnapshotID, opts.PlanCache)
 	if err != nil {
 		return nil, fmt.Errorf("read %s snapshot %d: %w", c.Table, c.SnapshotID, err)
 	}

@@ -30,9 +30,13 @@ type diskCache struct {
 	maxEntries, segEntries int
 	log                    zerolog.Logger
 
-	mu       sync.RWMutex
-	segs     []*diskSegment // oldest first
-	index    map[batchKey]diskLoc
+	mu   sync.RWMutex
+	segs []*diskSegment // oldest first, their ids consecutive
+	// index and the segments' keys hold no pointer (the collector traced
+	// the 65,536 entries' strings and segment pointers on every cycle):
+	// a batch's topic, encoding and compression are a number in names.
+	index    map[diskKey]diskSlot
+	names    map[diskName]uint32
 	bytes    int64
 	nextID   int
 	disabled bool
@@ -41,10 +45,28 @@ type diskCache struct {
 	held atomic.Int64
 }
 
+// diskName is what of a batchKey is text.
+type diskName struct{ topic, encoding, compression string }
+
+// diskKey is a batchKey with its text numbered (diskCache.names).
+type diskKey struct {
+	name                uint32
+	partition, epoch    int32
+	baseOffset, records int64
+}
+
+// diskSlot is where a batch lies: in the segment with id seg.
+type diskSlot struct {
+	seg int64
+	off int64
+	n   int64
+}
+
 type diskSegment struct {
+	id   int64
 	f    *os.File
 	size int64
-	keys []batchKey
+	keys []diskKey
 	// refs counts the reads (Spans) that will send ranges of the file
 	// straight from it (sendfile). An evicted segment is retired: its file
 	// is unlinked at once but closed only when the last of them is sent.
@@ -89,7 +111,8 @@ func newDiskCache(dir string, maxBytes int64, log zerolog.Logger) (*diskCache, e
 		return nil, fmt.Errorf("batch disk cache %s: %w", dir, err)
 	}
 	seg := min(max(maxBytes/16, 1<<20), 64<<20)
-	d := &diskCache{dir: dir, maxBytes: maxBytes, segBytes: seg, log: log, index: map[batchKey]diskLoc{}}
+	d := &diskCache{dir: dir, maxBytes: maxBytes, segBytes: seg, log: log,
+		index: map[diskKey]diskSlot{}, names: map[diskName]uint32{}}
 	d.setMaxEntries(diskCacheMaxEntries)
 	return d, nil
 }
@@ -106,13 +129,49 @@ func (d *diskCache) setMaxEntries(n int) {
 	d.maxEntries, d.segEntries = max(n, 1), max(n/16, 1)
 }
 
+// keyOf is k's index key; ok is false when no batch of its name was
+// ever added. Called with d.mu held.
+func (d *diskCache) keyOf(k batchKey) (diskKey, bool) {
+	id, ok := d.names[diskName{k.topic, k.encoding, k.compression}]
+	return diskKey{name: id, partition: k.partition, epoch: k.epoch, baseOffset: k.baseOffset, records: int64(k.batchRecords)}, ok
+}
+
+// lookup returns where the batch named k is. Called with d.mu held.
+func (d *diskCache) lookup(k batchKey) (diskLoc, bool) {
+	key, ok := d.keyOf(k)
+	if !ok || d.disabled {
+		return diskLoc{}, false
+	}
+	slot, ok := d.index[key]
+	if !ok {
+		return diskLoc{}, false
+	}
+	seg := d.segment(slot.seg)
+	if seg == nil {
+		return diskLoc{}, false
+	}
+	return diskLoc{seg: seg, off: slot.off, n: int(slot.n)}, true
+}
+
+// segment returns the live segment with id, nil if there is none.
+func (d *diskCache) segment(id int64) *diskSegment {
+	if len(d.segs) == 0 {
+		return nil
+	}
+	i := id - d.segs[0].id
+	if i < 0 || i >= int64(len(d.segs)) || d.segs[i].id != id {
+		return nil
+	}
+	return d.segs[i]
+}
+
 // appendTo reads the batch named k into dst when it is cached and no
 // larger than room (see batchCache.appendTo).
 func (d *diskCache) appendTo(k batchKey, dst []byte, room int) ([]byte, int, bool) {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
-	loc, ok := d.index[k]
-	if !ok || d.disabled {
+	loc, ok := d.lookup(k)
+	if !ok {
 		return dst, 0, false
 	}
 	if loc.n > room {
@@ -134,8 +193,8 @@ func (d *diskCache) appendTo(k batchKey, dst []byte, room int) ([]byte, int, boo
 func (d *diskCache) has(k batchKey) bool {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
-	_, ok := d.index[k]
-	return ok && !d.disabled
+	_, ok := d.lookup(k)
+	return ok
 }
 
 // ref returns where the batch named k is when it is cached and no larger
@@ -144,8 +203,8 @@ func (d *diskCache) has(k batchKey) bool {
 func (d *diskCache) ref(k batchKey, room int) (loc diskLoc, n int, ok bool) {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
-	loc, ok = d.index[k]
-	if !ok || d.disabled {
+	loc, ok = d.lookup(k)
+	if !ok {
 		return diskLoc{}, 0, false
 	}
 	if loc.n <= room {
@@ -163,7 +222,13 @@ func (d *diskCache) add(k batchKey, v []byte) bool {
 	if d.disabled || int64(len(v)) > d.segBytes {
 		return false
 	}
-	if _, ok := d.index[k]; ok {
+	name := diskName{k.topic, k.encoding, k.compression}
+	if _, ok := d.names[name]; !ok {
+		// A name per topic, format and codec served: a handful.
+		d.names[name] = uint32(len(d.names))
+	}
+	key, _ := d.keyOf(k)
+	if _, ok := d.index[key]; ok {
 		return true
 	}
 	cur := d.current()
@@ -181,14 +246,14 @@ func (d *diskCache) add(k batchKey, v []byte) bool {
 		d.disableLocked()
 		return false
 	}
-	d.index[k] = diskLoc{seg: cur, off: cur.size, n: len(v)}
-	cur.keys = append(cur.keys, k)
+	d.index[key] = diskSlot{seg: cur.id, off: cur.size, n: int64(len(v))}
+	cur.keys = append(cur.keys, key)
 	cur.size += int64(len(v))
 	d.bytes += int64(len(v))
 	for (d.bytes > d.maxBytes || len(d.index) > d.maxEntries) && len(d.segs) > 1 {
 		d.dropOldest()
 	}
-	_, kept := d.index[k]
+	_, kept := d.index[key]
 	return kept
 }
 
@@ -206,7 +271,7 @@ func (d *diskCache) rotate() (*diskSegment, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &diskSegment{f: f, held: &d.held}
+	s := &diskSegment{id: int64(d.nextID - 1), f: f, held: &d.held}
 	d.segs = append(d.segs, s)
 	return s, nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	"github.com/rs/zerolog"
@@ -208,5 +209,44 @@ func TestDiskCacheBoundsItsIndexByEntries(t *testing.T) {
 	}
 	if len(d.segs) > 17 {
 		t.Fatalf("%d segments for 160 entries: a segment must hold at most a sixteenth of the bound", len(d.segs))
+	}
+}
+
+// Batches that differ only in their topic, encoding or compression are
+// told apart; the index and the segments' keys hold no pointer for the
+// collector to trace.
+func TestDiskCacheIndexNamesBatchesWithoutPointers(t *testing.T) {
+	d, err := newDiskCache(filepath.Join(t.TempDir(), "b"), 1<<30, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.close()
+	keys := []batchKey{
+		{topic: "a.t", encoding: "debezium-json", compression: "none", baseOffset: 7},
+		{topic: "b.t", encoding: "debezium-json", compression: "none", baseOffset: 7},
+		{topic: "a.t", encoding: "canal-json", compression: "none", baseOffset: 7},
+		{topic: "a.t", encoding: "debezium-json", compression: "zstd", baseOffset: 7},
+	}
+	for i, k := range keys {
+		if d.has(k) {
+			t.Fatalf("key %d cached before it was added", i)
+		}
+		if !d.add(k, []byte(fmt.Sprint("batch ", i))) {
+			t.Fatalf("key %d not kept", i)
+		}
+	}
+	for i, k := range keys {
+		if got, _, ok := d.appendTo(k, nil, 1<<20); !ok || string(got) != fmt.Sprint("batch ", i) {
+			t.Fatalf("key %d reads %q (%v)", i, got, ok)
+		}
+	}
+	for _, typ := range []reflect.Type{reflect.TypeFor[diskKey](), reflect.TypeFor[diskSlot]()} {
+		for i := range typ.NumField() {
+			switch typ.Field(i).Type.Kind() {
+			case reflect.Int32, reflect.Int64, reflect.Uint32:
+			default:
+				t.Fatalf("%v.%s is a %v: the index must hold numbers only", typ, typ.Field(i).Name, typ.Field(i).Type)
+			}
+		}
 	}
 }

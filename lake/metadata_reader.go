@@ -24,7 +24,7 @@ import (
 // the reader decodes itself it checks as iceberg-go does. Safe for
 // concurrent use.
 type MetadataReader struct {
-	mu    sync.Mutex
+	mu sync.Mutex
 	// last holds the snapshots of the last file read, and known their
 	// positions in it by their JSON.
 	last  []table.Snapshot
