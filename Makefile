@@ -58,7 +58,7 @@ bench:
 	$(GO) run ./e2e/bench -records 5000000 -reps 3 -fresh-samples 200 -fanout-records 200000 -out bench-results/full
 
 # A simulated long life at full speed (issue 11): three tables committing
-# as fast as they can, two consumer groups, a restart and a cold replay;
+# as fast as they can, two consumer groups, three restarts each followed by a cold replay;
 # prints the Markdown table and `ratio <name> <value>` lines, and writes
 # results.md and results.json to soak-results/. Background maintenance is
 # on by default; SOAK_FLAGS=-maintain=false for a build without it.

@@ -54,6 +54,9 @@ type config struct {
 	pkChanges int
 	keys      int
 	maintain  bool
+	// coldReplays is how many times the gateway restarts and every topic
+	// is replayed cold at the end.
+	coldReplays int
 	// maintainInterval, expireAge and keepSnapshots apply with maintain.
 	maintainInterval    time.Duration
 	expireAge           time.Duration
@@ -84,6 +87,7 @@ func main() {
 	flag.IntVar(&c.commits, "commits", 600, "commits per table")
 	flag.IntVar(&c.pkChanges, "pk-changes", 10, "upserts and deletes per commit of soak.pk")
 	flag.IntVar(&c.keys, "keys", 3000, "key space of soak.pk")
+	flag.IntVar(&c.coldReplays, "cold-replays", 3, "restarts of the gateway, each followed by a cold replay of every topic; the replay ratio compares the median windows")
 	flag.BoolVar(&c.maintain, "maintain", true, "run serve's background maintenance (--maintain-interval) and set snapshot expiry properties on the tables lakegw writes")
 	flag.DurationVar(&c.maintainInterval, "maintain-interval", 5*time.Second, "with -maintain: serve --maintain-interval")
 	flag.DurationVar(&c.expireAge, "expire-age", 10*time.Second, "with -maintain: history.expire.max-snapshot-age-ms of demo.orders and soak.pk")
@@ -110,6 +114,10 @@ func main() {
 	flag.DurationVar(&c.timeout, "timeout", 3*time.Hour, "stop after this long")
 	flag.StringVar(&c.debugListen, "debug-listen", "", "serve this process's pprof profiles (the writers') on this address, as serve's --debug-listen does the gateway's")
 	flag.Parse()
+	if c.coldReplays < 1 {
+		fmt.Fprintln(os.Stderr, "soak: -cold-replays must be at least 1")
+		os.Exit(2)
+	}
 	if c.debugListen != "" {
 		if err := serveDebug(c.debugListen); err != nil {
 			fmt.Fprintf(os.Stderr, "soak: debug listener: %v\n", err)

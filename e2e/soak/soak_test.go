@@ -89,3 +89,29 @@ func tail(b []byte, n int) string {
 	}
 	return string(b)
 }
+
+func TestMedianOfReplayWindows(t *testing.T) {
+	ms := func(v ...int) []time.Duration {
+		var d []time.Duration
+		for _, x := range v {
+			d = append(d, time.Duration(x)*time.Millisecond)
+		}
+		return d
+	}
+	for _, c := range []struct {
+		in   []time.Duration
+		want time.Duration
+	}{
+		{ms(7), 7 * time.Millisecond},
+		{ms(9, 3, 4), 4 * time.Millisecond},
+		{ms(8, 2, 4, 6), 5 * time.Millisecond},
+	} {
+		in := append([]time.Duration(nil), c.in...)
+		if got := median(c.in); got != c.want {
+			t.Errorf("median(%v) = %v, want %v", c.in, got, c.want)
+		}
+		if fmt.Sprint(in) != fmt.Sprint(c.in) {
+			t.Errorf("median reordered its input: %v", c.in)
+		}
+	}
+}
