@@ -3,7 +3,6 @@ package changelog
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 
@@ -11,6 +10,8 @@ import (
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/lakegw/lakegw/lake"
 )
 
 // The changelog files of lakegw primary-key (LSM) tables. lsm/ writes them at
@@ -103,7 +104,7 @@ func DecodeLSMManifest(data []byte) (LSMManifest, error) {
 
 // ReadLSMManifest reads and checks the changelog manifest at path.
 func ReadLSMManifest(fs icebergio.IO, path string) (LSMManifest, error) {
-	data, err := readWhole(fs, path)
+	data, err := lake.ReadFile(fs, path)
 	if err != nil {
 		return LSMManifest{}, fmt.Errorf("changelog manifest: %w", err)
 	}
@@ -112,19 +113,6 @@ func ReadLSMManifest(fs icebergio.IO, path string) (LSMManifest, error) {
 		return m, fmt.Errorf("%s: %w", path, err)
 	}
 	return m, nil
-}
-
-func readWhole(fs icebergio.IO, path string) ([]byte, error) {
-	f, err := fs.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(f)
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	return data, nil
 }
 
 // IsLSMTable reports whether the table properties mark a lakegw LSM table.

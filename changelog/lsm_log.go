@@ -10,6 +10,8 @@ import (
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/lakegw/lakegw/lake"
 )
 
 // The retained changelog of an LSM table: a topic keeps its retention.ms of
@@ -144,7 +146,7 @@ func checkEntries(es []LSMLogEntry, buckets int) error {
 // ReadLSMLogHead reads and checks the head of the changelog log at path,
 // loading none of its segments (Segment loads one).
 func ReadLSMLogHead(fs icebergio.IO, path string) (*LSMLog, error) {
-	data, err := readWhole(fs, path)
+	data, err := lake.ReadFile(fs, path)
 	if err != nil {
 		return nil, fmt.Errorf("changelog log: %w", err)
 	}

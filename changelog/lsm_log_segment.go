@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	icebergio "github.com/apache/iceberg-go/io"
+
+	"github.com/lakegw/lakegw/lake"
 )
 
 const (
@@ -84,7 +86,7 @@ func (l *LSMLog) Segment(fs icebergio.IO, i int) ([]LSMLogEntry, error) {
 		return l.sealed[i], nil
 	}
 	sg := l.Segments[i]
-	data, err := readWhole(fs, sg.Path)
+	data, err := lake.ReadFile(fs, sg.Path)
 	if err != nil {
 		return nil, fmt.Errorf("changelog log segment: %w", err)
 	}

@@ -6,6 +6,8 @@ import (
 
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/lakegw/lakegw/lake"
 )
 
 // The pinned log of a table lakegw maintains that is not an LSM table (the
@@ -72,7 +74,7 @@ func DecodePinnedLog(data []byte) (*PinnedLog, error) {
 
 // ReadPinnedLog reads and checks the pinned log at path.
 func ReadPinnedLog(fs icebergio.IO, path string) (*PinnedLog, error) {
-	data, err := readWhole(fs, path)
+	data, err := lake.ReadFile(fs, path)
 	if err != nil {
 		return nil, fmt.Errorf("pinned log: %w", err)
 	}

@@ -3,7 +3,6 @@ package lake
 import (
 	"context"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/apache/iceberg-go/catalog"
@@ -27,28 +26,13 @@ func LoadTableAt(ctx context.Context, cat catalog.Catalog, ident table.Identifie
 	if err != nil {
 		return nil, err
 	}
-	doc, err := readAll(fs, loc)
+	doc, err := ReadFile(fs, loc)
 	if err != nil {
-		return nil, fmt.Errorf("read metadata file %s: %w", loc, err)
+		return nil, fmt.Errorf("metadata file: %w", err)
 	}
 	meta, err := r.Parse(doc)
 	if err != nil {
 		return nil, fmt.Errorf("parse metadata file %s: %w", loc, err)
 	}
 	return table.New(ident, meta, loc, fsF, c), nil
-}
-
-func readAll(fs icebergio.IO, name string) ([]byte, error) {
-	if rf, ok := fs.(icebergio.ReadFileIO); ok {
-		return rf.ReadFile(name)
-	}
-	f, err := fs.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	b, err := io.ReadAll(f)
-	if cerr := f.Close(); err == nil && cerr != nil {
-		err = cerr
-	}
-	return b, err
 }

@@ -157,21 +157,5 @@ func (r remapIO) ReadFile(name string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if rf, ok := r.inner.(icebergio.ReadFileIO); ok {
-		return rf.ReadFile(mapped)
-	}
-	f, err := r.inner.Open(mapped)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("stat %s: %w", mapped, err)
-	}
-	buf := make([]byte, st.Size())
-	if _, err := f.ReadAt(buf, 0); err != nil {
-		return nil, fmt.Errorf("read %s: %w", mapped, err)
-	}
-	return buf, nil
+	return ReadFile(r.inner, mapped)
 }

@@ -163,21 +163,20 @@ func (e *loadError) Unwrap() error { return e.err }
 // load loads the table; loc is its current metadata location as the
 // catalog's pointer gives it, "" when there is none to ask.
 func (w *watcher) load(ctx context.Context, loc string) (*table.Table, error) {
-	if w.src.fromCat && loc != "" {
-		tbl, err := lake.LoadTableAt(ctx, w.r.cat, w.src.ident, loc, w.meta)
-		if err != nil {
-			return nil, fmt.Errorf("load table: %w", err)
-		}
-		return tbl, nil
+	if !w.src.fromCat {
+		return lake.OpenTableAt(ctx, w.src.ident, w.src.metaLoc, w.r.cfg.CatalogProps, w.src.remaps)
 	}
-	if w.src.fromCat {
-		tbl, err := w.r.cat.LoadTable(ctx, w.src.ident)
-		if err != nil {
-			return nil, fmt.Errorf("load table: %w", err)
-		}
-		return tbl, nil
+	var tbl *table.Table
+	var err error
+	if loc != "" {
+		tbl, err = lake.LoadTableAt(ctx, w.r.cat, w.src.ident, loc, w.meta)
+	} else {
+		tbl, err = w.r.cat.LoadTable(ctx, w.src.ident)
 	}
-	return lake.OpenTableAt(ctx, w.src.ident, w.src.metaLoc, w.r.cfg.CatalogProps, w.src.remaps)
+	if err != nil {
+		return nil, fmt.Errorf("load table: %w", err)
+	}
+	return tbl, nil
 }
 
 func (w *watcher) sync(ctx context.Context) error {
