@@ -564,10 +564,14 @@ func (w *watcher) addPrefix(ctx context.Context, tbl *table.Table, ref changelog
 	if err != nil {
 		return nil, fmt.Errorf("%s, snapshot %d: %w", what, ref.SnapshotID, err)
 	}
+	// Cached before the index publishes the prefix, so the first fetch at
+	// the new log start finds its rows rather than deriving them again.
+	key := t.changesKey(ref.SnapshotID, offsets.KindCompactedPrefix, enc)
+	t.changes.Add(key, c)
 	if err := index(c.CountByPartition()); err != nil {
+		t.changes.Remove(key)
 		return nil, err
 	}
-	t.changes.Add(t.changesKey(ref.SnapshotID, offsets.KindCompactedPrefix, enc), c)
 	return c, nil
 }
 
