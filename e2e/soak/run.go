@@ -69,14 +69,14 @@ func run(ctx context.Context, c config) (*results, error) {
 	res := &results{Commits: c.commits, Window: c.window(), Maintain: c.maintain}
 	live := newGroup("soak-live", specs())
 	resumed := newGroup("soak-resumed", specs())
-	ends, smp, err := writePhase(ctx, c, g, dataDir, metaDirs, writers, live, resumed, topics)
+	ends, smp, stoppedAt, err := writePhase(ctx, c, g, dataDir, metaDirs, writers, live, resumed, topics)
 	if err != nil {
 		return nil, err
 	}
 	if err := writeTimeline(c.out, smp, writers); err != nil {
 		return nil, fmt.Errorf("write the timeline: %w", err)
 	}
-	res.growthRatios(smp, writers, c.window())
+	res.growthRatios(smp, writers, c.window(), c.pinWindow(resumed.name, stoppedAt))
 	res.commitRatios(writers, c.window())
 	for _, w := range writers {
 		if w.expiries > 0 {
@@ -161,9 +161,11 @@ func newWriters(ctx context.Context, cat catalog.Catalog, c config) ([]*writer, 
 }
 
 // writePhase runs the writers, the sampler and both groups, and returns
-// the settled log ends once both groups have read up to them.
+// the settled log ends once both groups have read up to them, and when
+// the resumed group stopped.
 func writePhase(ctx context.Context, c config, g *procs.Proc, dataDir string, metaDirs map[string]string,
-	writers []*writer, live, resumed *group, topics []string) (map[string]map[int32]int64, []sample, error) {
+	writers []*writer, live, resumed *group, topics []string) (map[string]map[int32]int64, []sample, time.Time, error) {
+	var stoppedAt atomic.Pointer[time.Time]
 	ctx, abort := context.WithCancelCause(ctx)
 	defer abort(nil)
 	total := int64(c.commits * len(writers))
@@ -202,6 +204,8 @@ func writePhase(ctx context.Context, c config, g *procs.Proc, dataDir string, me
 			if err := resumed.session(ctx, g.Addr, false, func() bool { return committed() >= total/4 }); err != nil {
 				return err
 			}
+			now := time.Now()
+			stoppedAt.Store(&now)
 			logf("group %s stopped after %d records at %d commits", resumed.name, resumed.records, committed())
 			for committed() < total*6/10 {
 				select {
@@ -229,14 +233,14 @@ func writePhase(ctx context.Context, c config, g *procs.Proc, dataDir string, me
 		},
 	}
 	if err := waitAll(ctx, fns...); err != nil {
-		return nil, nil, err
+		return nil, nil, time.Time{}, err
 	}
 	stopSampler()
 	<-sdone
 	if err := context.Cause(ctx); err != nil {
-		return nil, nil, err
+		return nil, nil, time.Time{}, err
 	}
-	return *finalEnds.Load(), smp.all(), nil
+	return *finalEnds.Load(), smp.all(), *stoppedAt.Load(), nil
 }
 
 func writerFns(c config, writers []*writer) []func(context.Context) error {

@@ -115,3 +115,44 @@ func TestMedianOfReplayWindows(t *testing.T) {
 		}
 	}
 }
+
+// The metadata peak that measures growth with history leaves out the
+// window where the stopped group pins history, and reports the pinned
+// peak apart with no goal; without maintenance nothing pins.
+func TestPinnedWindowIsReportedApart(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	var samples []sample
+	for i := range 40 {
+		meta := int64(10 << 20)
+		if i >= 12 && i < 20 { // the pinned stretch grows metadata/
+			meta = 30 << 20
+		}
+		samples = append(samples, sample{at: t0.Add(time.Duration(i) * time.Second), commits: int64(i * 300), metaDirs: meta, allWriting: true})
+	}
+	ws := []*writer{{topic: "a"}, {topic: "b"}, {topic: "c"}}
+	c := config{maintain: true, maxPin: 6 * time.Second, maintainInterval: 2 * time.Second}
+	var r results
+	r.growthRatios(samples, ws, 1000, c.pinWindow("g", t0.Add(12*time.Second)))
+	byName := map[string]ratio{}
+	for _, x := range r.Ratios {
+		byName[x.Name] = x
+	}
+	if x := byName["metadata_dir_bytes_peak_vs_first"]; x.Value != 1 || x.Goal != 2 {
+		t.Errorf("outside the pinned window: %+v, want 1 with goal 2", x)
+	}
+	if x, ok := byName["metadata_dir_bytes_pinned_peak_vs_first"]; !ok || x.Value != 3 || x.Goal != 0 {
+		t.Errorf("pinned window: %+v (reported %v), want 3 with no goal", x, ok)
+	}
+
+	c.maintain = false
+	r = results{}
+	r.growthRatios(samples, ws, 1000, c.pinWindow("g", t0.Add(12*time.Second)))
+	for _, x := range r.Ratios {
+		if x.Name == "metadata_dir_bytes_pinned_peak_vs_first" {
+			t.Error("a run without maintenance reports a pinned window")
+		}
+		if x.Name == "metadata_dir_bytes_peak_vs_first" && x.Value != 3 {
+			t.Errorf("without maintenance every sample counts: %+v", x)
+		}
+	}
+}
