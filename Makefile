@@ -1,7 +1,7 @@
 # The README's commands. `make test` is what CI runs (through .ci/run).
 GO ?= go
 
-.PHONY: test check deps lint build quickstart fuzz bench bench-quick soak soak-quick
+.PHONY: test check deps lint build quickstart fuzz bench bench-quick bench-bootstrap soak soak-quick
 
 # lakegw_checkplans compares every plan derive/ derives from a parent's
 # with iceberg-go's planner, in every test (derive/plan_check.go).
@@ -56,6 +56,12 @@ bench-quick:
 
 bench:
 	$(GO) run ./e2e/bench -records 5000000 -reps 3 -fresh-samples 200 -fanout-records 200000 -out bench-results/full
+
+# bench-bootstrap: a new consumer of a 10-million-row table written in one
+# snapshot (issue 20's bootstrap case), against Kafka holding the same
+# records; rss_cold_peak_mib is the gateway's peak through the cold pass.
+bench-bootstrap:
+	$(GO) run ./e2e/bench -records 10000000 -snapshot-records 10000000 -reps 1 -java=false -lsm=false -fanout 1 -fresh-samples 5 -out bench-results/bootstrap
 
 # A simulated long life at full speed (issue 11): three tables committing
 # as fast as they can, two consumer groups, three restarts each followed by a cold replay;

@@ -267,6 +267,7 @@ func run(ctx context.Context, c config) (err error) {
 			return err
 		}
 	}
+	_, r.indexPeakRSS = procs.MemStat(g1.Pid())
 	g1.Stop()
 	if n, err := endOffset(ctx, kafka.Addr, mainTopic); err != nil || n != total {
 		return fmt.Errorf("kafka holds %d records (%v), want %d", n, err, total)
@@ -315,6 +316,8 @@ func run(ctx context.Context, c config) (err error) {
 			return err
 		}
 		r.addRep("cold", rep, cold, procs.CPUSeconds(g.Pid())-cpu0)
+		_, hwm := procs.MemStat(g.Pid())
+		r.coldPeakRSS = max(r.coldPeakRSS, hwm)
 		cpu0 = procs.CPUSeconds(g.Pid())
 		warm, err := consume(ctx, g.Addr, mainTopic, 0, total, nil)
 		if err != nil {
