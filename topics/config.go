@@ -224,4 +224,8 @@ type Config struct {
 	// ChangesCacheIdle drops a derived snapshot from memory once no fetch
 	// read it for this long (0: never).
 	ChangesCacheIdle time.Duration
+	// IndexDeriveMaxRecords is the largest append (by its summary's
+	// added-records) a watcher derives to index it; a larger one is
+	// counted from its manifests (0: DefaultIndexDeriveMaxRecords).
+	IndexDeriveMaxRecords int64
 }

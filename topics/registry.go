@@ -56,6 +56,9 @@ func New(cfg Config, cat catalog.Catalog, store *state.Store, log zerolog.Logger
 	if cfg.ChangesCacheBytes <= 0 {
 		cfg.ChangesCacheBytes = 128 << 20
 	}
+	if cfg.IndexDeriveMaxRecords <= 0 {
+		cfg.IndexDeriveMaxRecords = DefaultIndexDeriveMaxRecords
+	}
 	if cfg.Defaults.Format == "" {
 		cfg.Defaults = DefaultTopicConfig()
 	}

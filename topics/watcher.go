@@ -432,11 +432,19 @@ func (w *watcher) appendSnapshots(ctx context.Context, tbl *table.Table, refs []
 			return err
 		}
 		var c *changelog.Changes
+		from := "summary"
+		if !ok {
+			if counts, ok, err = w.countLargeAppend(ctx, tbl, ref, enc); err != nil {
+				return fmt.Errorf("snapshot %d (sequence number %d): %w", ref.SnapshotID, ref.SequenceNumber, err)
+			}
+			from = "manifests"
+		}
 		if !ok {
 			if c, err = derive.Derive(ctx, w.readable(tbl, ref.SnapshotID), ref, t.deriveOptions(enc)); err != nil {
 				return fmt.Errorf("snapshot %d (sequence number %d): %w", ref.SnapshotID, ref.SequenceNumber, err)
 			}
 			counts = c.CountByPartition()
+			from = "derivation"
 		}
 		if atStart && i == 0 {
 			if err := w.startAt(ctx, tbl, ref, counts); err != nil {
@@ -452,7 +460,7 @@ func (w *watcher) appendSnapshots(ctx context.Context, tbl *table.Table, refs []
 		}
 		grew = true
 		w.log.Debug().Int64("snapshot_id", ref.SnapshotID).Int64("sequence_number", ref.SequenceNumber).
-			Str("operation", ref.Operation).Ints64("records", counts).Bool("from_summary", ok).Msg("indexed snapshot")
+			Str("operation", ref.Operation).Ints64("records", counts).Str("counted_from", from).Msg("indexed snapshot")
 	}
 	return nil
 }
