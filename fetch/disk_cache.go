@@ -133,7 +133,12 @@ func (d *diskCache) setMaxEntries(n int) {
 // ever added. Called with d.mu held.
 func (d *diskCache) keyOf(k batchKey) (diskKey, bool) {
 	id, ok := d.names[diskName{k.topic, k.encoding, k.compression}]
-	return diskKey{name: id, partition: k.partition, epoch: k.epoch, baseOffset: k.baseOffset, records: int64(k.batchRecords)}, ok
+	return diskKeyNamed(id, k), ok
+}
+
+// diskKeyNamed is the index key of k under the number of its name.
+func diskKeyNamed(id uint32, k batchKey) diskKey {
+	return diskKey{name: id, partition: k.partition, epoch: k.epoch, baseOffset: k.baseOffset, records: int64(k.batchRecords)}
 }
 
 // lookup returns where the batch named k is. Called with d.mu held.
@@ -223,11 +228,13 @@ func (d *diskCache) add(k batchKey, v []byte) bool {
 		return false
 	}
 	name := diskName{k.topic, k.encoding, k.compression}
-	if _, ok := d.names[name]; !ok {
+	id, ok := d.names[name]
+	if !ok {
 		// A name per topic, format and codec served: a handful.
-		d.names[name] = uint32(len(d.names))
+		id = uint32(len(d.names))
+		d.names[name] = id
 	}
-	key, _ := d.keyOf(k)
+	key := diskKeyNamed(id, k)
 	if _, ok := d.index[key]; ok {
 		return true
 	}
