@@ -59,8 +59,12 @@ func TestAppendCountAgreesWithDerive(t *testing.T) {
 			t.Fatal(err)
 		}
 		a, o := check(t, f.name, f.damaged, hist,
-			func(s changelog.SnapshotRef) (*changelog.Changes, error) { return Derive(context.Background(), tbl, s, Options{}) },
-			func(s changelog.SnapshotRef) (int64, bool, error) { return AppendCount(context.Background(), tbl, s, Options{}) })
+			func(s changelog.SnapshotRef) (*changelog.Changes, error) {
+				return Derive(context.Background(), tbl, s, Options{})
+			},
+			func(s changelog.SnapshotRef) (int64, bool, error) {
+				return AppendCount(context.Background(), tbl, s, Options{})
+			})
 		appends, others = appends+a, others+o
 	}
 
@@ -77,8 +81,12 @@ func TestAppendCountAgreesWithDerive(t *testing.T) {
 		t.Fatal(err)
 	}
 	a, o := check(t, "many", "", hist,
-		func(s changelog.SnapshotRef) (*changelog.Changes, error) { return Derive(context.Background(), tbl, s, Options{}) },
-		func(s changelog.SnapshotRef) (int64, bool, error) { return AppendCount(context.Background(), tbl, s, Options{}) })
+		func(s changelog.SnapshotRef) (*changelog.Changes, error) {
+			return Derive(context.Background(), tbl, s, Options{})
+		},
+		func(s changelog.SnapshotRef) (int64, bool, error) {
+			return AppendCount(context.Background(), tbl, s, Options{})
+		})
 	if a != 1 || o != 0 {
 		t.Errorf("a five-row append of three files: %d counted, %d not", a, o)
 	}
