@@ -32,9 +32,9 @@ const maxPlanSteps = 64
 // reader deriving consecutive snapshots at once plans the table once, not
 // once per snapshot.
 func planSnapshot(ctx context.Context, tbl *table.Table, snapshotID int64, cache *PlanCache) (livePlan, error) {
-	snap := tbl.Metadata().SnapshotByID(snapshotID)
-	if snap == nil {
-		return nil, fmt.Errorf("snapshot %d is not in the table metadata (expired?)", snapshotID)
+	snap, err := plannedSnapshot(tbl, snapshotID)
+	if err != nil {
+		return nil, err
 	}
 	if cache == nil {
 		return planFiles(ctx, tbl, snap, nil)
@@ -57,14 +57,24 @@ func planSnapshot(ctx context.Context, tbl *table.Table, snapshotID int64, cache
 // the cache until 64 later plans pushed it out, several at a time on a
 // streaming table, and was the largest growing part of a soak's live heap.
 func planSnapshotOnce(ctx context.Context, tbl *table.Table, snapshotID int64, cache *PlanCache) (livePlan, error) {
-	snap := tbl.Metadata().SnapshotByID(snapshotID)
-	if snap == nil {
-		return nil, fmt.Errorf("snapshot %d is not in the table metadata (expired?)", snapshotID)
+	snap, err := plannedSnapshot(tbl, snapshotID)
+	if err != nil {
+		return nil, err
 	}
 	if plan, ok := cache.get(planKeyFor(tbl, snap)); ok {
 		return plan, nil
 	}
 	return cache.planFiles(ctx, tbl, snap)
+}
+
+// plannedSnapshot is the snapshot a plan is asked for, which must still be
+// in the table metadata.
+func plannedSnapshot(tbl *table.Table, snapshotID int64) (*table.Snapshot, error) {
+	snap := tbl.Metadata().SnapshotByID(snapshotID)
+	if snap == nil {
+		return nil, fmt.Errorf("snapshot %d is not in the table metadata (expired?)", snapshotID)
+	}
+	return snap, nil
 }
 
 // planClaimed makes the plans of a claimed chain, oldest first, completing
