@@ -425,26 +425,9 @@ func (w *watcher) appendSnapshots(ctx context.Context, tbl *table.Table, refs []
 			grew = true
 			continue
 		}
-		// lakegw LSM tables record their counts in the snapshot summary:
-		// index without reading a file; fetches read the changelog files.
-		counts, ok, err := changelog.CountsFromSummary(tbl.Properties(), snapshotOf(tbl, t.retained.Load(), ref), t.Config.Partitions)
+		counts, c, from, err := w.indexCounts(ctx, tbl, ref, enc)
 		if err != nil {
 			return err
-		}
-		var c *changelog.Changes
-		from := "summary"
-		if !ok {
-			if counts, ok, err = w.countLargeAppend(ctx, tbl, ref, enc); err != nil {
-				return fmt.Errorf("snapshot %d (sequence number %d): %w", ref.SnapshotID, ref.SequenceNumber, err)
-			}
-			from = "manifests"
-		}
-		if !ok {
-			if c, err = derive.Derive(ctx, w.readable(tbl, ref.SnapshotID), ref, t.deriveOptions(enc)); err != nil {
-				return fmt.Errorf("snapshot %d (sequence number %d): %w", ref.SnapshotID, ref.SequenceNumber, err)
-			}
-			counts = c.CountByPartition()
-			from = "derivation"
 		}
 		if atStart && i == 0 {
 			if err := w.startAt(ctx, tbl, ref, counts); err != nil {

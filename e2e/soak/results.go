@@ -149,8 +149,6 @@ func (r *results) commitRatios(writers []*writer, window int) {
 	}
 }
 
-// replayRatios adds the cold replay time per window records at the end
-// of each topic's log against its start.
 // replayRatios compares, per topic, the median start and end windows of
 // the cold replays (reps[pass][topic]).
 func (r *results) replayRatios(reps [][]replayResult) {

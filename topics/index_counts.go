@@ -1,0 +1,60 @@
+package topics
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/lakegw/lakegw/changelog"
+	"github.com/lakegw/lakegw/derive"
+)
+
+// DefaultIndexDeriveMaxRecords is the largest append a watcher derives to
+// index it (Config.IndexDeriveMaxRecords).
+const DefaultIndexDeriveMaxRecords = 100_000
+
+// indexCounts counts the records of a new snapshot per partition, as
+// cheaply as the table allows, and says how (for the log): a lakegw LSM
+// table's summary records them; a large append is counted from its
+// manifests; anything else is derived, and the derived changes are
+// returned for the consumers at the tail, who read them next.
+//
+// A large append is not derived: a table's bootstrap snapshot (ten million
+// rows are about 1.9 GiB decoded) would be held whole only to be counted,
+// then derived again by the first fetch.
+func (w *watcher) indexCounts(ctx context.Context, tbl *table.Table, ref changelog.SnapshotRef, enc *Encoding) (
+	counts []int64, c *changelog.Changes, from string, err error) {
+	t := w.topic
+	s := snapshotOf(tbl, t.retained.Load(), ref)
+	counts, ok, err := changelog.CountsFromSummary(tbl.Properties(), s, t.Config.Partitions)
+	if err != nil || ok {
+		return counts, nil, "summary", err
+	}
+	if w.largeAppend(s) {
+		// The summary only decides whether to look: the count comes from
+		// the manifests, which a summary may disagree with.
+		n, ok, err := derive.AppendCount(ctx, w.readable(tbl, ref.SnapshotID), ref, t.deriveOptions(enc))
+		if err != nil {
+			return nil, nil, "", fmt.Errorf("snapshot %d (sequence number %d): %w", ref.SnapshotID, ref.SequenceNumber, err)
+		}
+		if ok {
+			return []int64{n}, nil, "manifests", nil
+		}
+	}
+	if c, err = derive.Derive(ctx, w.readable(tbl, ref.SnapshotID), ref, t.deriveOptions(enc)); err != nil {
+		return nil, nil, "", fmt.Errorf("snapshot %d (sequence number %d): %w", ref.SnapshotID, ref.SequenceNumber, err)
+	}
+	return c.CountByPartition(), c, "derivation", nil
+}
+
+// largeAppend reports whether the summary of s says it adds more records
+// than the configured most a watcher derives to index a snapshot.
+func (w *watcher) largeAppend(s *table.Snapshot) bool {
+	if s == nil || s.Summary == nil {
+		return false
+	}
+	added, err := strconv.ParseInt(s.Summary.Properties["added-records"], 10, 64)
+	return err == nil && added > w.r.cfg.IndexDeriveMaxRecords
+}
