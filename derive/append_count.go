@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/lakegw/lakegw/changelog"
@@ -24,44 +25,86 @@ func AppendCount(ctx context.Context, tbl *table.Table, snap changelog.SnapshotR
 	defer recoverRead(&err, func() string {
 		return fmt.Sprintf("count the records of %s snapshot %d", tableName(tbl), snap.SnapshotID)
 	})
+	p, ok, err := planAppend(ctx, tbl, snap, opts)
+	if !ok || err != nil {
+		return 0, ok, err
+	}
+	return p.total(), true, nil
+}
+
+// appendPlan is a pure append on one partition: its records are the rows
+// of its added data files, file by file in manifest order (as
+// deriveAppend reads them), rows in file order.
+type appendPlan struct {
+	snap  *table.Snapshot
+	fs    icebergio.IO
+	delta *snapshotDelta
+	// first[i] is the first record of added file i; first[len] the count.
+	first []int64
+}
+
+func (p *appendPlan) total() int64 { return p.first[len(p.first)-1] }
+
+// fileOf returns the added file that holds record r.
+func (p *appendPlan) fileOf(r int64) int {
+	lo, hi := 0, len(p.first)-2
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		if p.first[mid] <= r {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return lo
+}
+
+// planAppend plans snap when its records are those of a pure append on
+// one partition, read from its manifests; ok is false otherwise (see
+// AppendCount).
+func planAppend(ctx context.Context, tbl *table.Table, snap changelog.SnapshotRef, opts Options) (_ *appendPlan, ok bool, _ error) {
 	if opts.Partitions > 1 {
-		return 0, false, nil
+		return nil, false, nil
 	}
 	s := tbl.Metadata().SnapshotByID(snap.SnapshotID)
 	if s == nil {
 		s = opts.Retained.Snapshot(snap.SnapshotID, snap.SequenceNumber)
 	}
 	if s == nil {
-		return 0, false, fmt.Errorf("snapshot %d is not in the metadata of %s", snap.SnapshotID, tableName(tbl))
+		return nil, false, fmt.Errorf("snapshot %d is not in the metadata of %s", snap.SnapshotID, tableName(tbl))
 	}
 	op := snap.Operation
 	if op == "" && s.Summary != nil {
 		op = string(s.Summary.Operation)
 	}
 	if op == string(table.OpReplace) || lsmManifestPath(tbl, s) != "" {
-		return 0, false, nil
+		return nil, false, nil
 	}
 	fs, err := tbl.FS(ctx)
 	if err != nil {
-		return 0, false, fmt.Errorf("file IO: %w", err)
+		return nil, false, fmt.Errorf("file IO: %w", err)
 	}
 	manifests, err := readManifestList(fs, s)
 	if err != nil {
-		return 0, false, err
+		return nil, false, err
 	}
 	delta, err := readDelta(fs, s, manifests)
 	if err != nil {
-		return 0, false, err
+		return nil, false, err
 	}
 	if !delta.pureAppend() {
-		return 0, false, nil
+		return nil, false, nil
 	}
+	p := &appendPlan{snap: s, fs: fs, delta: delta, first: make([]int64, 0, len(delta.addedData)+1)}
+	var n int64
 	for _, e := range delta.addedData {
 		c := e.DataFile().Count()
 		if c < 0 {
-			return 0, false, fmt.Errorf("data file %s of snapshot %d has a record count of %d in its manifest", e.DataFile().FilePath(), snap.SnapshotID, c)
+			return nil, false, fmt.Errorf("data file %s of snapshot %d has a record count of %d in its manifest", e.DataFile().FilePath(), snap.SnapshotID, c)
 		}
+		p.first = append(p.first, n)
 		n += c
 	}
-	return n, true, nil
+	p.first = append(p.first, n)
+	return p, true, nil
 }

@@ -261,10 +261,11 @@ func (r *Reader) encodeAndCache(ctx context.Context, t *topics.Topic, enc *topic
 	}
 	r.lastBatchSize.Store(int64(len(batch)))
 	r.stats.encoded.Add(1)
-	if r.cache.add(key, batch, inMemory || r.cache.disk == nil) && last == seg.Count {
-		// The snapshot's last batch: all of it is on disk now, and the
-		// memory its derivation holds is better spent deriving the next.
-		t.EncodedAll(seg, enc)
+	if r.cache.add(key, batch, inMemory || r.cache.disk == nil) {
+		// After the last batch of a snapshot (or of a streamed chunk of
+		// one), all of it is on disk, and the memory its derivation holds
+		// is better spent deriving the next.
+		t.Encoded(seg, enc, last)
 	}
 	return batch, nil
 }
@@ -274,18 +275,20 @@ func (r *Reader) encodeAndCache(ctx context.Context, t *topics.Topic, enc *topic
 // at offset base, under seg's leader epoch.
 func (r *Reader) encodeBatch(ctx context.Context, t *topics.Topic, enc *topics.Encoding, seg offsets.Segment, p int32, compression string,
 	base, first, last int64, dst []byte) ([]byte, error) {
-	c, err := t.Changes(ctx, seg, enc)
+	c, from, err := t.ChangesAt(ctx, seg, enc, first)
 	if err != nil {
 		return nil, fmt.Errorf("read snapshot %d of %s: %w", seg.SnapshotID, t.Name, err)
 	}
 	recs := r.partitionRecords(c, p)
-	if int64(len(recs)) != seg.Count {
-		return nil, fmt.Errorf("snapshot %d of %s has %d records in partition %d, the index says %d", seg.SnapshotID, t.Name, len(recs), p, seg.Count)
+	// ChangesAt checked the records against the index; these bounds
+	// only keep a slip in chunking from reading past them.
+	if n := int64(len(recs)); from > first || from+n < last {
+		return nil, fmt.Errorf("snapshot %d of %s: records [%d, %d) of partition %d are not in the %d read from %d", seg.SnapshotID, t.Name, first, last, p, n, from)
 	}
 	be := r.getEncoder()
 	defer r.putEncoder(be)
 	out, err := be.encode(dst, batchSpec{baseOffset: base, leaderEpoch: seg.Epoch, compression: compression,
-		changes: c, format: t.Format, recs: recs[first:last]})
+		changes: c, format: t.Format, recs: recs[first-from : last-from]})
 	if err != nil {
 		return nil, fmt.Errorf("encode batch at %d of %s/%d: %w", base, t.Name, p, err)
 	}

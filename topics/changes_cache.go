@@ -17,6 +17,9 @@ type changesKey struct {
 	encoding   string
 	snapshotID int64
 	kind       offsets.SegmentKind
+	// chunk is 0 for the whole segment, k+1 for chunk k of a streamed
+	// append (Topic.ChangesAt).
+	chunk int64
 }
 
 // changesCache keeps derived snapshots for the fetches that read them batch

@@ -228,4 +228,9 @@ type Config struct {
 	// added-records) a watcher derives to index it; a larger one is
 	// counted from its manifests (0: DefaultIndexDeriveMaxRecords).
 	IndexDeriveMaxRecords int64
+	// StreamChunkRecords is how many records of such a large append a
+	// fetch derives at a time, streaming the append rather than holding
+	// it whole (0: DefaultStreamChunkRecords; negative: derived whole). It
+	// is rounded up to whole batches.
+	StreamChunkRecords int64
 }

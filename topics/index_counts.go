@@ -15,6 +15,11 @@ import (
 // index it (Config.IndexDeriveMaxRecords).
 const DefaultIndexDeriveMaxRecords = 100_000
 
+// DefaultStreamChunkRecords is the records per chunk of a streamed append
+// (Config.StreamChunkRecords): tens of MB decoded, and a few hundred
+// batches' encoding between two chunk reads.
+const DefaultStreamChunkRecords = 64 << 10
+
 // indexCounts counts the records of a new snapshot per partition, as
 // cheaply as the table allows, and says how (for the log): a lakegw LSM
 // table's summary records them; a large append is counted from its

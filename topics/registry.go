@@ -59,6 +59,9 @@ func New(cfg Config, cat catalog.Catalog, store *state.Store, log zerolog.Logger
 	if cfg.IndexDeriveMaxRecords <= 0 {
 		cfg.IndexDeriveMaxRecords = DefaultIndexDeriveMaxRecords
 	}
+	if cfg.StreamChunkRecords == 0 {
+		cfg.StreamChunkRecords = DefaultStreamChunkRecords
+	}
 	if cfg.Defaults.Format == "" {
 		cfg.Defaults = DefaultTopicConfig()
 	}

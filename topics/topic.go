@@ -58,6 +58,12 @@ type Topic struct {
 	// plans keeps the plans of the snapshots derived last, so that the
 	// next snapshot is planned from its parent's (nil: no cache).
 	plans *derive.PlanCache
+	// streams read the large appends of the topic chunk by chunk (see
+	// ChangesAt): appends of more than streamMinRecords records (and more
+	// than a chunk), in chunks of chunkRecords (0: none is streamed).
+	streams          appendStreams
+	chunkRecords     int64
+	streamMinRecords int64
 }
 
 // Encoding returns how the topic's records are written now. A read takes
@@ -153,13 +159,23 @@ func (t *Topic) setIndexError(err error) {
 	}
 }
 
-// EncodedAll tells the topic that every record of seg is encoded and kept
-// in a batch cache: its derived changes need not stay in memory for later
-// batches. Only single-partition topics drop them; the other partitions of
-// a snapshot may not have been read yet.
-func (t *Topic) EncodedAll(seg offsets.Segment, enc *Encoding) {
-	if t.Index.Partitions() == 1 {
-		t.changes.Remove(t.changesKey(seg.SnapshotID, seg.Kind, enc))
+// Encoded tells the topic that records [0, last) of seg, written under
+// enc, are encoded and kept in a batch cache: when last ends the records a
+// Changes holds (the segment's, or a streamed chunk's), they need not stay
+// in memory for later batches. Only single-partition topics drop them;
+// the other partitions of a snapshot may not have been read yet.
+func (t *Topic) Encoded(seg offsets.Segment, enc *Encoding, last int64) {
+	if t.Index.Partitions() != 1 {
+		return
+	}
+	key := t.changesKey(seg.SnapshotID, seg.Kind, enc)
+	if size := t.streamChunk(seg); size > 0 && (last%size == 0 || last == seg.Count) {
+		chunk := key
+		chunk.chunk = (last-1)/size + 1
+		t.changes.Remove(chunk)
+	}
+	if last == seg.Count {
+		t.changes.Remove(key)
 	}
 }
 
@@ -173,31 +189,7 @@ func (t *Topic) changesKey(snapshotID int64, kind offsets.SegmentKind, enc *Enco
 // topic's Encoding when the read began), deriving them at most once at a
 // time and keeping the most recent in a bounded cache.
 func (t *Topic) Changes(ctx context.Context, seg offsets.Segment, enc *Encoding) (*changelog.Changes, error) {
-	key := t.changesKey(seg.SnapshotID, seg.Kind, enc)
-	if c, ok := t.changes.Get(key); ok {
-		return c, nil
-	}
-	if err := t.failures.check(key, time.Now()); err != nil {
-		if !t.holds(seg) {
-			// Realigned since it failed (its files went with an
-			// expiry): the reader locates the offset again.
-			return nil, fmt.Errorf("%w: %w", ErrSegmentGone, err)
-		}
-		return nil, err
-	}
-	// The derivation belongs to the topic, not to the first fetch that
-	// asked: a client that disconnects (or times out on a large snapshot)
-	// must not cancel it for everyone waiting, nor make it start over.
-	ch := t.derive.DoChan(fmt.Sprint(seg.SnapshotID, "/", seg.Kind, "/", enc.Name), func() (_ any, err error) {
-		ctx, cancel := context.WithTimeout(t.lifetime, deriveTimeout)
-		defer cancel()
-		defer func() {
-			if err != nil && t.lifetime.Err() == nil && t.holds(seg) {
-				// Still served and still indexed: the snapshot is
-				// damaged (or unreadable for now), not abandoned.
-				t.failures.failed(key, err, time.Now())
-			}
-		}()
+	return t.derived(ctx, seg, t.changesKey(seg.SnapshotID, seg.Kind, enc), func(ctx context.Context) (*changelog.Changes, error) {
 		tbl := t.tableFor(seg.SnapshotID)
 		ref := changelog.SnapshotRef{SnapshotID: seg.SnapshotID, SequenceNumber: seg.SequenceNumber, TimestampMs: seg.TimestampMs}
 		if s := tbl.SnapshotByID(seg.SnapshotID); s != nil && s.Summary != nil {
@@ -214,6 +206,100 @@ func (t *Topic) Changes(ctx context.Context, seg offsets.Segment, enc *Encoding)
 		if got := c.CountByPartition(); int32(len(got)) != t.Index.Partitions() || got[seg.Partition] != seg.Count {
 			return nil, fmt.Errorf("snapshot %d of %s now derives %v records per partition, the index says %d in partition %d: the table's files changed under the index",
 				seg.SnapshotID, t.Name, got, seg.Count, seg.Partition)
+		}
+		return c, nil
+	})
+}
+
+// ChangesAt returns the Changes that holds record first (an ordinal in
+// seg) of an indexed segment written under enc, and base, the ordinal in
+// seg of its record 0. That is the whole segment (base 0), or for a large
+// append one chunk of it, read by a stream (derive.AppendStream) that the
+// next chunk's read continues: a consumer of a ten-million-row snapshot
+// holds a chunk of it decoded, not all of it.
+func (t *Topic) ChangesAt(ctx context.Context, seg offsets.Segment, enc *Encoding, first int64) (_ *changelog.Changes, base int64, _ error) {
+	size := t.streamChunk(seg)
+	if size == 0 {
+		c, err := t.Changes(ctx, seg, enc)
+		return c, 0, err
+	}
+	whole := t.changesKey(seg.SnapshotID, seg.Kind, enc)
+	if c, ok := t.changes.Get(whole); ok {
+		return c, 0, nil
+	}
+	base = first - first%size
+	n := min(size, seg.Count-base)
+	key := whole
+	key.chunk = base/size + 1
+	c, err := t.derived(ctx, seg, key, func(ctx context.Context) (*changelog.Changes, error) {
+		c, ok, err := t.streams.read(streamKey{snapshotID: seg.SnapshotID, encoding: enc.Name}, base, n, func() (*derive.AppendStream, bool, error) {
+			tbl := t.tableFor(seg.SnapshotID)
+			ref := changelog.SnapshotRef{SnapshotID: seg.SnapshotID, SequenceNumber: seg.SequenceNumber, TimestampMs: seg.TimestampMs}
+			// The stream outlives this chunk's read: the topic's.
+			s, ok, err := derive.OpenAppendStream(t.lifetime, tbl, ref, t.deriveOptions(enc))
+			if ok && s.Len() != seg.Count {
+				s.Close()
+				return nil, false, fmt.Errorf("snapshot %d of %s now holds %d records, the index says %d: the table's files changed under the index",
+					seg.SnapshotID, t.Name, s.Len(), seg.Count)
+			}
+			return s, ok, err
+		})
+		if err == nil && !ok {
+			return nil, errNotStreamed
+		}
+		return c, err
+	})
+	if errors.Is(err, errNotStreamed) {
+		c, err := t.Changes(ctx, seg, enc)
+		return c, 0, err
+	}
+	return c, base, err
+}
+
+// errNotStreamed says a large segment is not an append a stream reads: it
+// is derived whole.
+var errNotStreamed = errors.New("not a streamed append")
+
+// streamChunk is the records per chunk of seg when large appends of it
+// are read by a stream (0: seg is read whole): snapshots larger than a
+// watcher derives to index them, on a single-partition topic.
+func (t *Topic) streamChunk(seg offsets.Segment) int64 {
+	if t.chunkRecords <= 0 || seg.Kind != offsets.KindChanges || t.Index.Partitions() != 1 || seg.Count <= max(t.chunkRecords, t.streamMinRecords) {
+		return 0
+	}
+	return t.chunkRecords
+}
+
+// derived returns the records key names, from the cache or by derive,
+// run at most once at a time per key and kept in the cache.
+func (t *Topic) derived(ctx context.Context, seg offsets.Segment, key changesKey, derive func(context.Context) (*changelog.Changes, error)) (*changelog.Changes, error) {
+	if c, ok := t.changes.Get(key); ok {
+		return c, nil
+	}
+	if err := t.failures.check(key, time.Now()); err != nil {
+		if !t.holds(seg) {
+			// Realigned since it failed (its files went with an
+			// expiry): the reader locates the offset again.
+			return nil, fmt.Errorf("%w: %w", ErrSegmentGone, err)
+		}
+		return nil, err
+	}
+	// The derivation belongs to the topic, not to the first fetch that
+	// asked: a client that disconnects (or times out on a large snapshot)
+	// must not cancel it for everyone waiting, nor make it start over.
+	ch := t.derive.DoChan(fmt.Sprint(key.snapshotID, "/", key.kind, "/", key.encoding, "/", key.chunk), func() (_ any, err error) {
+		ctx, cancel := context.WithTimeout(t.lifetime, deriveTimeout)
+		defer cancel()
+		defer func() {
+			if err != nil && !errors.Is(err, errNotStreamed) && t.lifetime.Err() == nil && t.holds(seg) {
+				// Still served and still indexed: the snapshot is
+				// damaged (or unreadable for now), not abandoned.
+				t.failures.failed(key, err, time.Now())
+			}
+		}()
+		c, err := derive(ctx)
+		if err != nil {
+			return nil, err
 		}
 		t.changes.Add(key, c)
 		t.failures.succeeded(key)

@@ -75,6 +75,11 @@ func (w *watcher) run() {
 	}
 	ctx := w.ctx
 	defer w.cancel()
+	defer func() {
+		if w.topic != nil {
+			w.topic.streams.closeAll()
+		}
+	}()
 	first := true
 	timer := time.NewTimer(0)
 	defer timer.Stop()
@@ -258,7 +263,12 @@ func (w *watcher) openTopic(ctx context.Context, tbl *table.Table) error {
 		return err
 	}
 	t := &Topic{Name: w.name, Ident: w.src.ident, Config: cfg, Format: format, Index: idx, changed: make(chan struct{}), changes: w.r.changes,
-		plans: derive.NewPlanCache(planCachePlans, planCacheFiles), lifetime: w.ctx}
+		plans: derive.NewPlanCache(planCachePlans, planCacheFiles), lifetime: w.ctx, streamMinRecords: w.r.cfg.IndexDeriveMaxRecords}
+	if chunk := w.r.cfg.StreamChunkRecords; chunk > 0 {
+		// Whole batches: a batch never spans two chunks.
+		batch := int64(cfg.BatchRecords)
+		t.chunkRecords = (chunk + batch - 1) / batch * batch
+	}
 	if err := w.setEncoding(ctx, t, encodingOf(tbl, cfg)); err != nil {
 		return err
 	}

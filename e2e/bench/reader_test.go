@@ -121,6 +121,13 @@ func openGateway(tb testing.TB, t *benchTable) *inproc {
 // openGatewayBatches is openGateway with batchRecords records per batch
 // (serve's --batch-records).
 func openGatewayBatches(tb testing.TB, t *benchTable, batchRecords int) *inproc {
+	defaults := topics.DefaultTopicConfig()
+	defaults.BatchRecords = batchRecords
+	return openGatewayConfig(tb, t, topics.Config{Defaults: defaults})
+}
+
+// openGatewayConfig is openGateway with the registry configured by cfg.
+func openGatewayConfig(tb testing.TB, t *benchTable, cfg topics.Config) *inproc {
 	tb.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	store, err := state.Open(ctx, filepath.Join(t.dir, "state.db"))
@@ -131,9 +138,7 @@ func openGatewayBatches(tb testing.TB, t *benchTable, batchRecords int) *inproc 
 	if err != nil {
 		tb.Fatal(err)
 	}
-	defaults := topics.DefaultTopicConfig()
-	defaults.BatchRecords = batchRecords
-	reg := topics.New(topics.Config{Defaults: defaults}, cat, store, zerolog.Nop())
+	reg := topics.New(cfg, cat, store, zerolog.Nop())
 	g := &inproc{reg: reg, store: store, cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(g.done)

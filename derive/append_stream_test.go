@@ -1,0 +1,182 @@
+package derive
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+
+	"github.com/lakegw/lakegw/changelog"
+)
+
+// encodedRecords is each record of c as debezium-json writes it: key,
+// value and op, the oracle a stream's chunks are held to.
+func encodedRecords(t *testing.T, c *changelog.Changes) []string {
+	t.Helper()
+	f, err := changelog.FormatByName("debezium-json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]string, len(c.Records))
+	for i := range c.Records {
+		k, _ := f.AppendKey(nil, c, &c.Records[i])
+		v, _ := f.AppendValue(nil, c, &c.Records[i])
+		out[i] = fmt.Sprintf("%s %s %s", c.Records[i].Op.Header(), k, v)
+	}
+	return out
+}
+
+// streamRange reads records [from, from+n) from s and encodes them.
+func streamRange(t *testing.T, s *AppendStream, from, n int64) []string {
+	t.Helper()
+	c, err := s.Read(from, n)
+	if err != nil {
+		t.Fatalf("read [%d, %d): %v", from, from+n, err)
+	}
+	defer c.Release()
+	if int64(len(c.Records)) != n {
+		t.Fatalf("read [%d, %d): %d records", from, from+n, len(c.Records))
+	}
+	return encodedRecords(t, c)
+}
+
+// A stream's chunks, read in order or anywhere (into the middle of a row
+// group, back, across files), are byte for byte the records Derive gives
+// the snapshot: three files of 40, 40 and 20 rows in row groups of 7.
+func TestAppendStreamAgreesWithDerive(t *testing.T) {
+	ctx := context.Background()
+	cat := newTestCatalog(t)
+	sc := iceberg.NewSchemaWithIdentifiers(0, []int{1},
+		iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
+		iceberg.NestedField{ID: 2, Name: "v", Type: iceberg.PrimitiveTypes.String})
+	tbl := createTable(t, cat, "streamed", sc, catalog.WithProperties(iceberg.Properties{"write.parquet.row-group-limit": "7"}))
+	var rows []string
+	for i := range 100 {
+		rows = append(rows, fmt.Sprintf(`{"id":%d,"v":"row %d"}`, i, i))
+	}
+	tbl = appendJSON(t, tbl, "["+strings.Join(rows, ",")+"]", 40)
+	hist, err := changelog.MainHistory(tbl.Metadata())
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole, err := Derive(ctx, tbl, hist[0], Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := encodedRecords(t, whole)
+	whole.Release()
+
+	s, ok, err := OpenAppendStream(ctx, tbl, hist[0], Options{})
+	if err != nil || !ok {
+		t.Fatalf("open: %v %v", ok, err)
+	}
+	defer s.Close()
+	// The seeks below land inside row groups only if there are several.
+	d, err := openDataFile(s.plan.fs, s.plan.delta.addedData[0].DataFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if groups := d.pf.NumRowGroups(); groups != 6 {
+		t.Fatalf("the first data file has %d row groups, want 6 of at most 7 rows", groups)
+	}
+	d.Close()
+	if s.Len() != 100 {
+		t.Fatalf("Len %d, want 100", s.Len())
+	}
+	var got []string
+	for from := int64(0); from < 100; from += 9 {
+		got = append(got, streamRange(t, s, from, min(9, 100-from))...)
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("chunks in order differ from Derive:\n%s\nwant\n%s", strings.Join(head(got, 5), "\n"), strings.Join(head(want, 5), "\n"))
+	}
+	// Anywhere: back to the start, into a row group of the second file,
+	// across the second and third files, the last record, nothing.
+	for _, r := range [][2]int64{{0, 3}, {45, 10}, {3, 1}, {75, 10}, {99, 1}, {50, 0}, {13, 87}} {
+		if g := streamRange(t, s, r[0], r[1]); strings.Join(g, "\n") != strings.Join(want[r[0]:r[0]+r[1]], "\n") {
+			t.Fatalf("records [%d, %d) differ from Derive's", r[0], r[0]+r[1])
+		}
+	}
+	if _, err := s.Read(95, 6); err == nil {
+		t.Fatal("read past the snapshot's records: no error")
+	}
+
+	// A data file gone from under the stream is an error naming it.
+	path := strings.TrimPrefix(tbl.Location(), "file://")
+	var removed string
+	entries, _ := os.ReadDir(path + "/data")
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".parquet") {
+			removed = path + "/data/" + e.Name()
+			break
+		}
+	}
+	if removed == "" {
+		t.Fatalf("no data file under %s/data", path)
+	}
+	fresh, _, err := OpenAppendStream(ctx, tbl, hist[0], Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
+	if err := os.Remove(removed); err != nil {
+		t.Fatal(err)
+	}
+	failed := false
+	for from := int64(0); from < 100; from += 20 {
+		if _, err := fresh.Read(from, 20); err != nil {
+			failed = true
+			if !strings.Contains(err.Error(), removed[strings.LastIndex(removed, "/")+1:]) {
+				t.Errorf("read with %s gone: %v, which does not name it", removed, err)
+			}
+			break
+		}
+	}
+	if !failed {
+		t.Errorf("every record read with %s gone", removed)
+	}
+}
+
+// The stream opens exactly where AppendCount counts (a pure append on one
+// partition) and reads there what Derive gives, on every fixture snapshot.
+func TestAppendStreamOnFixtures(t *testing.T) {
+	ctx := context.Background()
+	streamed := 0
+	for _, f := range fixtures {
+		tbl := openFixture(t, f)
+		hist, err := changelog.MainHistory(tbl.Metadata())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, snap := range hist {
+			_, counted, cerr := AppendCount(ctx, tbl, snap, Options{})
+			s, ok, err := OpenAppendStream(ctx, tbl, snap, Options{})
+			if (err != nil) != (cerr != nil) || ok != counted {
+				t.Fatalf("%s snapshot %d: stream (%v, %v), count (%v, %v)", f.name, snap.SnapshotID, ok, err, counted, cerr)
+			}
+			if !ok {
+				continue
+			}
+			whole, err := Derive(ctx, tbl, snap, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := encodedRecords(t, whole)
+			whole.Release()
+			got := streamRange(t, s, 0, s.Len())
+			s.Close()
+			if strings.Join(got, "\n") != strings.Join(want, "\n") {
+				t.Fatalf("%s snapshot %d: the stream's records differ from Derive's", f.name, snap.SnapshotID)
+			}
+			streamed++
+		}
+	}
+	if streamed == 0 {
+		t.Fatal("no fixture snapshot was streamed")
+	}
+	t.Logf("%d fixture appends streamed", streamed)
+}

@@ -1,0 +1,188 @@
+package topics
+
+import (
+	"sync"
+	"time"
+
+	"github.com/lakegw/lakegw/changelog"
+	"github.com/lakegw/lakegw/derive"
+)
+
+// appendStreams keeps the streams (derive.AppendStream) of the large
+// appends a topic's consumers are reading chunk by chunk, so that reading
+// one chunk after another decodes each file once. A consumer's next chunk
+// finds the stream its last chunk left there; a consumer elsewhere gets a
+// stream of its own (one that seeks), up to maxAppendStreams per topic:
+// the least recently used is closed to make room, and any idle for
+// appendStreamIdle when the topic reads again.
+type appendStreams struct {
+	mu     sync.Mutex
+	slots  []*streamSlot // least recently used first
+	closed bool
+}
+
+// streamKey names the records of a snapshot written under an encoding.
+type streamKey struct {
+	snapshotID int64
+	encoding   string
+}
+
+// streamSlot is one stream. mu is held while it reads; next (guarded by
+// the set's mu) is the record it will be at once the read under way is
+// done, so that the next chunk's reader queues behind it rather than
+// opening a stream of its own.
+type streamSlot struct {
+	key      streamKey
+	next     int64
+	lastUsed time.Time
+
+	mu        sync.Mutex
+	s         *derive.AppendStream
+	notAppend bool
+	closed    bool
+}
+
+const (
+	maxAppendStreams = 4
+	appendStreamIdle = 2 * time.Minute
+)
+
+// read returns records [from, from+n) of the snapshot key names, opening
+// a stream with open when none is where they start; ok is false when the
+// snapshot is not an append a stream reads (derive it whole), or the topic
+// stopped.
+func (a *appendStreams) read(key streamKey, from, n int64,
+	open func() (*derive.AppendStream, bool, error)) (_ *changelog.Changes, ok bool, _ error) {
+	for {
+		c, ok, gone, err := a.readOnce(key, from, n, open)
+		if !gone {
+			return c, ok, err
+		}
+		// The slot this read queued behind failed or was closed
+		// meanwhile: take another.
+	}
+}
+
+// readOnce is one try of read; gone says the slot it took was closed
+// before its turn came.
+func (a *appendStreams) readOnce(key streamKey, from, n int64,
+	open func() (*derive.AppendStream, bool, error)) (_ *changelog.Changes, ok, gone bool, _ error) {
+	slot, drop, ok := a.take(key, from, n)
+	for _, d := range drop {
+		d.close()
+	}
+	if !ok {
+		return nil, false, false, nil
+	}
+	slot.mu.Lock()
+	defer slot.mu.Unlock()
+	switch {
+	case slot.notAppend:
+		return nil, false, false, nil
+	case slot.closed:
+		return nil, false, true, nil
+	case slot.s == nil:
+		s, isAppend, err := open()
+		if err != nil {
+			a.fail(slot)
+			return nil, false, false, err
+		}
+		if !isAppend {
+			slot.notAppend = true
+			return nil, false, false, nil
+		}
+		slot.s = s
+	}
+	c, err := slot.s.Read(from, n)
+	if err != nil {
+		a.fail(slot)
+		return nil, false, false, err
+	}
+	return c, true, false, nil
+}
+
+// take picks the slot to read [from, from+n) with and moves it to where
+// that leaves it; it returns the slots to close (evicted or idle). ok is
+// false when the key is known not to be a streamed append, or the set is
+// closed.
+func (a *appendStreams) take(key streamKey, from, n int64) (slot *streamSlot, drop []*streamSlot, ok bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return nil, nil, false
+	}
+	now := time.Now()
+	kept := a.slots[:0]
+	for _, s := range a.slots {
+		switch {
+		case s.key == key && s.next == from && slot == nil:
+			slot = s
+		case now.Sub(s.lastUsed) > appendStreamIdle:
+			drop = append(drop, s)
+			continue
+		}
+		kept = append(kept, s)
+	}
+	a.slots = kept
+	if slot == nil {
+		for _, s := range a.slots {
+			if s.key == key && s.notAppend {
+				return nil, drop, false
+			}
+		}
+		if len(a.slots) >= maxAppendStreams {
+			drop = append(drop, a.slots[0])
+			a.slots = a.slots[1:]
+		}
+		slot = &streamSlot{key: key}
+	} else {
+		a.remove(slot)
+	}
+	slot.next, slot.lastUsed = from+n, now
+	a.slots = append(a.slots, slot)
+	return slot, drop, true
+}
+
+func (a *appendStreams) remove(slot *streamSlot) {
+	for i, s := range a.slots {
+		if s == slot {
+			a.slots = append(a.slots[:i], a.slots[i+1:]...)
+			return
+		}
+	}
+}
+
+// fail drops a slot whose stream failed (the caller holds its mu): the
+// next read opens a new one, and meets the fault again if it stays.
+func (a *appendStreams) fail(slot *streamSlot) {
+	a.mu.Lock()
+	a.remove(slot)
+	a.mu.Unlock()
+	slot.closeLocked()
+}
+
+// closeAll closes every stream; reads after it derive whole.
+func (a *appendStreams) closeAll() {
+	a.mu.Lock()
+	slots := a.slots
+	a.slots, a.closed = nil, true
+	a.mu.Unlock()
+	for _, s := range slots {
+		s.close()
+	}
+}
+
+// close waits for the slot's read under way and closes its stream.
+func (s *streamSlot) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closeLocked()
+}
+
+func (s *streamSlot) closeLocked() {
+	if s.s != nil {
+		s.s.Close()
+		s.s = nil
+	}
+	s.closed = true
+}

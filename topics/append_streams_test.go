@@ -1,0 +1,112 @@
+package topics
+
+import (
+	"context"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/lakegw/lakegw/changelog"
+	"github.com/lakegw/lakegw/offsets"
+)
+
+// idsOf returns the id column of c's records, in order.
+func idsOf(t *testing.T, c *changelog.Changes) []int64 {
+	t.Helper()
+	out := make([]int64, len(c.Records))
+	for i, r := range c.Records {
+		out[i] = c.Batches[r.After.Batch].Column(0).(*array.Int64).Value(int(r.After.Row))
+	}
+	return out
+}
+
+// A large append is read chunk by chunk, each chunk holding the records
+// the index gives its offsets and dropped once its last batch is encoded;
+// a large snapshot that is not an append is derived whole.
+func TestLargeAppendIsStreamedInChunks(t *testing.T) {
+	f := startRegistrySetUp(t, t.TempDir(), func(c catalog.Catalog) catalog.Catalog { return c },
+		func(r *Registry, _ catalog.Catalog) {
+			r.cfg.IndexDeriveMaxRecords = 2
+			r.cfg.StreamChunkRecords = 3 // whole batches of 2: chunks of 4
+			r.cfg.Defaults.BatchRecords = 2
+		})
+	ctx := context.Background()
+	ident := table.Identifier{"ns", "big"}
+	createTable(t, f, ident)
+	appendIDs(t, f.cat, ident, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20)
+	waitFor(t, "11 records", func() bool { tp, ok := f.reg.Topic("ns.big"); return ok && tp.Index.HighWatermark(0) == 11 })
+	tp, _ := f.reg.Topic("ns.big")
+	seg, _ := tp.Index.Locate(0, 0)
+	enc := tp.Encoding()
+	if got := tp.streamChunk(seg); got != 4 {
+		t.Fatalf("chunk of an 11-record append: %d, want 4", got)
+	}
+	// In order, then back and forth.
+	for _, first := range []int64{0, 2, 4, 6, 8, 10, 4, 0, 10} {
+		c, base, err := tp.ChangesAt(ctx, seg, enc, first)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := first - first%4; base != want {
+			t.Fatalf("record %d: chunk from %d, want %d", first, base, want)
+		}
+		ids := idsOf(t, c)
+		if want := min(4, 11-base); int64(len(ids)) != want {
+			t.Fatalf("chunk at %d: %d records, want %d", base, len(ids), want)
+		}
+		for i, id := range ids {
+			if id != 10+base+int64(i) {
+				t.Fatalf("chunk at %d: record %d is id %d, want %d", base, i, id, 10+base+int64(i))
+			}
+		}
+	}
+	key := tp.changesKey(seg.SnapshotID, seg.Kind, enc)
+	if _, ok := tp.changes.Get(key); ok {
+		t.Fatal("the large append was derived whole")
+	}
+	chunk := key
+	chunk.chunk = 2
+	if _, ok := tp.changes.Get(chunk); !ok {
+		t.Fatal("chunk [4, 8) is not cached after it was read")
+	}
+	tp.Encoded(seg, enc, 6)
+	if _, ok := tp.changes.Get(chunk); !ok {
+		t.Fatal("chunk [4, 8) dropped before its last batch was encoded")
+	}
+	tp.Encoded(seg, enc, 8)
+	if _, ok := tp.changes.Get(chunk); ok {
+		t.Fatal("chunk [4, 8) kept after its last batch was encoded")
+	}
+
+	// A delete of seven rows is as large, but no append: its records
+	// come derived whole.
+	tbl, err := f.cat.LoadTable(ctx, ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tbl.Delete(ctx, iceberg.LessThan(iceberg.Reference("id"), int64(17)), nil); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the delete's records", func() bool { return tp.Index.HighWatermark(0) > 11 })
+	del, _ := tp.Index.Locate(0, 11)
+	if del.Kind != offsets.KindChanges || del.Count != 7 || tp.streamChunk(del) == 0 {
+		t.Fatalf("the delete indexed as %+v, want 7 records, as large as a streamed append", del)
+	}
+	c, base, err := tp.ChangesAt(ctx, del, enc, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if base != 0 || int64(len(c.Records)) != del.Count {
+		t.Fatalf("the delete read from %d with %d records, want it whole (%d)", base, len(c.Records), del.Count)
+	}
+	if _, ok := tp.changes.Get(tp.changesKey(del.SnapshotID, del.Kind, enc)); !ok {
+		t.Fatal("the delete was not cached whole")
+	}
+	// It is planned once: later reads find it whole.
+	if _, base, err := tp.ChangesAt(ctx, del, enc, 2); err != nil || base != 0 {
+		t.Fatalf("second read of the delete: base %d, %v", base, err)
+	}
+}
