@@ -2,6 +2,7 @@ package derive
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 
@@ -136,7 +137,7 @@ func (s *AppendStream) nextBatch() error {
 	if s.file >= 0 {
 		b, err, more := s.next()
 		if err != nil {
-			return readError(s.ctx, s.plan.fs, s.scan, []table.FileScanTask{dataTask(s.plan.delta.addedData[s.file])}, err)
+			return fmt.Errorf("data file %s: %w", s.filePath(), err)
 		}
 		if more {
 			s.fileRow += b.NumRows()
@@ -184,11 +185,24 @@ func (s *AppendStream) seek(r int64) error {
 }
 
 // openFile opens added file i at the row group holding its row within
-// (the whole file when within is 0), after checking it (checkFile: the
-// scanner's goroutines must never meet a damaged file).
+// (the whole file when within is 0). A flat file is read by fileRows, in
+// the stream's goroutine; another through iceberg-go's scanner once it
+// passed checkFile (the scanner's goroutines must never meet a damaged
+// file).
 func (s *AppendStream) openFile(i int, within int64) error {
 	s.closeFile()
 	task := dataTask(s.plan.delta.addedData[i])
+	switch fr, groupRow, err := openFileRows(s.ctx, s.plan.fs, s.scan, task.File, within, streamBatchRows); {
+	case err == nil:
+		s.next = func() (arrow.RecordBatch, error, bool) {
+			b, err := fr.next()
+			return b, err, b != nil
+		}
+		s.stop, s.file, s.fileRow = fr.close, i, groupRow
+		return nil
+	case !errors.Is(err, errNotFlat):
+		return err
+	}
 	if err := checkTaskFiles(s.ctx, s.plan.fs, []table.FileScanTask{task}); err != nil {
 		return err
 	}

@@ -41,13 +41,6 @@ func readFlatRowsAt(ctx context.Context, scan *table.Scan, d *dataFileFooter, df
 	if err != nil {
 		return nil, err
 	}
-	want := map[int]struct{}{}
-	for _, f := range projected.Fields() {
-		if !flatType(f.Type) || f.ID == iceberg.RowIDFieldID || f.ID == iceberg.LastUpdatedSequenceNumberFieldID {
-			return nil, errNotFlat
-		}
-		want[f.ID] = struct{}{}
-	}
 	mem := compute.GetAllocator(ctx)
 	pf := d.pf
 	// The reader is only asked for its schema manifest: the Arrow type
@@ -57,22 +50,9 @@ func readFlatRowsAt(ctx context.Context, scan *table.Scan, d *dataFileFooter, df
 		return nil, err
 	}
 	man := fr.Manifest
-	sc := pf.MetaData().Schema
-	// Every leaf with a projected field id must be a top-level column.
-	leafTop := make([]bool, sc.NumColumns())
-	for _, fld := range man.Fields {
-		if fld.IsLeaf() {
-			leafTop[fld.ColIndex] = true
-		}
-	}
-	for i := range sc.NumColumns() {
-		id := int(sc.Column(i).SchemaNode().FieldID())
-		if id < 0 {
-			return nil, errNotFlat // name-mapped file: leave it to iceberg-go
-		}
-		if _, ok := want[id]; ok && !leafTop[i] {
-			return nil, errNotFlat
-		}
+	columns, err := flatColumns(projected, pf, man)
+	if err != nil {
+		return nil, err
 	}
 	var (
 		fields []arrow.Field
@@ -83,17 +63,8 @@ func readFlatRowsAt(ctx context.Context, scan *table.Scan, d *dataFileFooter, df
 			l.b.Release()
 		}
 	}()
-	for _, fld := range man.Fields {
-		if !fld.IsLeaf() {
-			continue
-		}
-		descr := sc.Column(fld.ColIndex)
-		if _, ok := want[int(descr.SchemaNode().FieldID())]; !ok {
-			continue
-		}
-		if descr.MaxRepetitionLevel() != 0 || descr.MaxDefinitionLevel() > 1 {
-			return nil, errNotFlat
-		}
+	for _, fld := range columns {
+		descr := pf.MetaData().Schema.Column(fld.ColIndex)
 		l, ok := newFlatLeaf(mem, fld.ColIndex, *fld.Field, descr.PhysicalType(), int16(descr.MaxDefinitionLevel()))
 		if !ok {
 			return nil, errNotFlat
@@ -101,11 +72,6 @@ func readFlatRowsAt(ctx context.Context, scan *table.Scan, d *dataFileFooter, df
 		l.b.Reserve(len(positions))
 		fields = append(fields, *fld.Field)
 		leaves = append(leaves, l)
-	}
-	if len(leaves) == 0 {
-		// No projected column in the file (all added later): the row
-		// count alone would do, but that is iceberg-go's business.
-		return nil, errNotFlat
 	}
 	var meta arrow.Metadata
 	if man.SchemaMeta != nil {
@@ -173,6 +139,58 @@ func readFlatRowsAt(ctx context.Context, scan *table.Scan, d *dataFileFooter, df
 	raw := array.NewRecordBatch(fileArrow, cols, int64(len(positions)))
 	defer raw.Release()
 	return table.ToRequestedSchema(ctx, projected, fileSchema, raw, table.SchemaOptions{})
+}
+
+// flatColumns returns the leaf columns of pf that hold a field of
+// projected, in file order, when every projected field is a primitive
+// (flatType) and every such column a top-level one of at most one
+// definition level, in a file whose columns carry field ids; errNotFlat
+// otherwise (iceberg-go's reader then decodes it).
+func flatColumns(projected *iceberg.Schema, pf *file.Reader, man *pqarrow.SchemaManifest) ([]pqarrow.SchemaField, error) {
+	want := map[int]struct{}{}
+	for _, f := range projected.Fields() {
+		if !flatType(f.Type) || f.ID == iceberg.RowIDFieldID || f.ID == iceberg.LastUpdatedSequenceNumberFieldID {
+			return nil, errNotFlat
+		}
+		want[f.ID] = struct{}{}
+	}
+	sc := pf.MetaData().Schema
+	// Every leaf with a projected field id must be a top-level column.
+	leafTop := make([]bool, sc.NumColumns())
+	for _, fld := range man.Fields {
+		if fld.IsLeaf() {
+			leafTop[fld.ColIndex] = true
+		}
+	}
+	for i := range sc.NumColumns() {
+		id := int(sc.Column(i).SchemaNode().FieldID())
+		if id < 0 {
+			return nil, errNotFlat // name-mapped file: leave it to iceberg-go
+		}
+		if _, ok := want[id]; ok && !leafTop[i] {
+			return nil, errNotFlat
+		}
+	}
+	var cols []pqarrow.SchemaField
+	for _, fld := range man.Fields {
+		if !fld.IsLeaf() {
+			continue
+		}
+		descr := sc.Column(fld.ColIndex)
+		if _, ok := want[int(descr.SchemaNode().FieldID())]; !ok {
+			continue
+		}
+		if descr.MaxRepetitionLevel() != 0 || descr.MaxDefinitionLevel() > 1 {
+			return nil, errNotFlat
+		}
+		cols = append(cols, fld)
+	}
+	if len(cols) == 0 {
+		// No projected column in the file (all added later): the row
+		// count alone would do, but that is iceberg-go's business.
+		return nil, errNotFlat
+	}
+	return cols, nil
 }
 
 // flatType reports whether an Iceberg type is a primitive whose Parquet
