@@ -4,11 +4,14 @@ import (
 	"context"
 	"fmt"
 	"hash/crc32"
+	"os"
 	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/lakegw/lakegw/e2e/internal/procs"
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -22,6 +25,11 @@ type consumeResult struct {
 	// timestamp, in offset order: equal sums mean both servers served the
 	// same records.
 	Sum uint32
+	// ClientCPU is the CPU seconds this process (the consumer, with its
+	// checksum of every record) used during the pass: on a machine the
+	// consumer shares with the server, the part of the cores the server
+	// cannot have (0: another process consumed).
+	ClientCPU float64
 }
 
 func (r consumeResult) recsPerSec() float64 { return float64(r.Records) / r.Elapsed.Seconds() }
@@ -71,6 +79,7 @@ func consumerOpts(addr, topic string, from int64) []kgo.Opt {
 func consume(ctx context.Context, addr, topic string, from, to int64, each func(*kgo.Record)) (consumeResult, error) {
 	var res consumeResult
 	start := time.Now()
+	cpu0 := procs.CPUSeconds(os.Getpid())
 	cl, err := kgo.NewClient(consumerOpts(addr, topic, from)...)
 	if err != nil {
 		return res, err
@@ -105,6 +114,7 @@ func consume(ctx context.Context, addr, topic string, from, to int64, each func(
 		}
 	}
 	res.Elapsed = time.Since(start)
+	res.ClientCPU = procs.CPUSeconds(os.Getpid()) - cpu0
 	return res, nil
 }
 

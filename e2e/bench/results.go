@@ -153,7 +153,7 @@ func (r *results) write(stdout io.Writer) error {
 	if len(r.cfg.gatewayEnv) > 0 || len(r.cfg.gatewayFlags) > 0 || len(r.cfg.tableProps) > 0 {
 		fmt.Fprintf(&md, "Non-default settings: lakegw environment %v, flags %v, table properties %v.\n\n", r.cfg.gatewayEnv, r.cfg.gatewayFlags, r.cfg.tableProps)
 	}
-	fmt.Fprintf(&md, "| measurement | records | MB | s | records/s | MB/s | server CPU s | records per server CPU s |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	fmt.Fprintf(&md, "| measurement | records | MB | s | records/s | MB/s | server CPU s | records per server CPU s | client CPU s |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	line := func(name string, x row) {
 		perCPU := "-"
 		cpu := "-"
@@ -161,14 +161,19 @@ func (r *results) write(stdout io.Writer) error {
 			cpu = fmt.Sprintf("%.2f", x.cpu)
 			perCPU = fmt.Sprintf("%.0f", float64(x.res.Records)/x.cpu)
 		}
-		fmt.Fprintf(&md, "| %s | %d | %.1f | %.2f | %.0f | %.1f | %s | %s |\n", name, x.res.Records, float64(x.res.Bytes)/1e6,
-			x.res.Elapsed.Seconds(), x.res.recsPerSec(), x.res.mbPerSec(), cpu, perCPU)
+		client := "-"
+		if x.res.ClientCPU > 0 {
+			client = fmt.Sprintf("%.2f", x.res.ClientCPU)
+		}
+		fmt.Fprintf(&md, "| %s | %d | %.1f | %.2f | %.0f | %.1f | %s | %s | %s |\n", name, x.res.Records, float64(x.res.Bytes)/1e6,
+			x.res.Elapsed.Seconds(), x.res.recsPerSec(), x.res.mbPerSec(), cpu, perCPU, client)
 		csvRow("throughput", name, "records", float64(x.res.Records), "")
 		csvRow("throughput", name, "bytes", float64(x.res.Bytes), "B")
 		csvRow("throughput", name, "seconds", x.res.Elapsed.Seconds(), "s")
 		csvRow("throughput", name, "records_per_s", x.res.recsPerSec(), "1/s")
 		csvRow("throughput", name, "mb_per_s", x.res.mbPerSec(), "MB/s")
 		csvRow("throughput", name, "server_cpu_s", x.cpu, "s")
+		csvRow("throughput", name, "client_cpu_s", x.res.ClientCPU, "s")
 	}
 	line("Kafka", k)
 	line("lakegw cold (new process: nothing cached)", cold)
