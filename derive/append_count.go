@@ -32,21 +32,28 @@ func AppendCount(ctx context.Context, tbl *table.Table, snap changelog.SnapshotR
 	return p.total(), true, nil
 }
 
-// appendPlan is a pure append on one partition: its records are the rows
-// of its added data files, file by file in manifest order (as
-// deriveAppend reads them), rows in file order.
-type appendPlan struct {
-	snap  *table.Snapshot
-	fs    icebergio.IO
+// streamPlan is what a stream reads: records that are the rows of tasks
+// (all on one partition), task by task, rows in file order, each an event
+// of op.
+type streamPlan struct {
+	snap *table.Snapshot
+	fs   icebergio.IO
+	// delta is an append's (nil for live rows): the next snapshot's plan
+	// is made from it (notePlan).
 	delta *snapshotDelta
-	// first[i] is the first record of added file i; first[len] the count.
+	tasks []table.FileScanTask
+	op    changelog.Op
+	// first[i] is the first record of task i; first[len] the count.
 	first []int64
 }
 
-func (p *appendPlan) total() int64 { return p.first[len(p.first)-1] }
+func (p *streamPlan) total() int64 { return p.first[len(p.first)-1] }
 
-// fileOf returns the added file that holds record r.
-func (p *appendPlan) fileOf(r int64) int {
+// rows is how many records task i gives.
+func (p *streamPlan) rows(i int) int64 { return p.first[i+1] - p.first[i] }
+
+// fileOf returns the task that holds record r.
+func (p *streamPlan) fileOf(r int64) int {
 	lo, hi := 0, len(p.first)-2
 	for lo < hi {
 		mid := (lo + hi + 1) / 2
@@ -62,16 +69,13 @@ func (p *appendPlan) fileOf(r int64) int {
 // planAppend plans snap when its records are those of a pure append on
 // one partition, read from its manifests; ok is false otherwise (see
 // AppendCount).
-func planAppend(ctx context.Context, tbl *table.Table, snap changelog.SnapshotRef, opts Options) (_ *appendPlan, ok bool, _ error) {
+func planAppend(ctx context.Context, tbl *table.Table, snap changelog.SnapshotRef, opts Options) (_ *streamPlan, ok bool, _ error) {
 	if opts.Partitions > 1 {
 		return nil, false, nil
 	}
-	s := tbl.Metadata().SnapshotByID(snap.SnapshotID)
-	if s == nil {
-		s = opts.Retained.Snapshot(snap.SnapshotID, snap.SequenceNumber)
-	}
-	if s == nil {
-		return nil, false, fmt.Errorf("snapshot %d is not in the metadata of %s", snap.SnapshotID, tableName(tbl))
+	s, err := streamedSnapshot(tbl, snap, opts)
+	if err != nil {
+		return nil, false, err
 	}
 	op := snap.Operation
 	if op == "" && s.Summary != nil {
@@ -95,16 +99,30 @@ func planAppend(ctx context.Context, tbl *table.Table, snap changelog.SnapshotRe
 	if !delta.pureAppend() {
 		return nil, false, nil
 	}
-	p := &appendPlan{snap: s, fs: fs, delta: delta, first: make([]int64, 0, len(delta.addedData)+1)}
+	p := &streamPlan{snap: s, fs: fs, delta: delta, op: changelog.OpInsert, first: make([]int64, 0, len(delta.addedData)+1)}
 	var n int64
 	for _, e := range delta.addedData {
 		c := e.DataFile().Count()
 		if c < 0 {
 			return nil, false, fmt.Errorf("data file %s of snapshot %d has a record count of %d in its manifest", e.DataFile().FilePath(), snap.SnapshotID, c)
 		}
+		p.tasks = append(p.tasks, dataTask(e))
 		p.first = append(p.first, n)
 		n += c
 	}
 	p.first = append(p.first, n)
 	return p, true, nil
+}
+
+// streamedSnapshot finds snap in the table metadata, or in the retained
+// changelog logs.
+func streamedSnapshot(tbl *table.Table, snap changelog.SnapshotRef, opts Options) (*table.Snapshot, error) {
+	s := tbl.Metadata().SnapshotByID(snap.SnapshotID)
+	if s == nil {
+		s = opts.Retained.Snapshot(snap.SnapshotID, snap.SequenceNumber)
+	}
+	if s == nil {
+		return nil, fmt.Errorf("snapshot %d is not in the metadata of %s", snap.SnapshotID, tableName(tbl))
+	}
+	return s, nil
 }

@@ -23,15 +23,10 @@ func ReadSnapshot(ctx context.Context, tbl *table.Table, snap changelog.Snapshot
 	if err != nil {
 		return nil, err
 	}
-	plan, err := planSnapshotOnce(ctx, tbl, s.SnapshotID, opts.PlanCache)
+	tasks, err := liveTasks(ctx, tbl, s, opts)
 	if err != nil {
 		return nil, fmt.Errorf("read %s snapshot %d: %w", c.Table, c.SnapshotID, err)
 	}
-	tasks := make([]table.FileScanTask, 0, len(plan))
-	for _, t := range plan {
-		tasks = append(tasks, t)
-	}
-	slices.SortFunc(tasks, func(a, b table.FileScanTask) int { return cmp.Compare(a.File.FilePath(), b.File.FilePath()) })
 	fs, err := tbl.FS(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("file IO: %w", err)
@@ -55,4 +50,19 @@ func ReadSnapshot(ctx context.Context, tbl *table.Table, snap changelog.Snapshot
 		return nil, err
 	}
 	return c, nil
+}
+
+// liveTasks returns the tasks that read the live rows of snapshot s, in
+// the order ReadSnapshot reads them: by data file path.
+func liveTasks(ctx context.Context, tbl *table.Table, s *table.Snapshot, opts Options) ([]table.FileScanTask, error) {
+	plan, err := planSnapshotOnce(ctx, tbl, s.SnapshotID, opts.PlanCache)
+	if err != nil {
+		return nil, err
+	}
+	tasks := make([]table.FileScanTask, 0, len(plan))
+	for _, t := range plan {
+		tasks = append(tasks, t)
+	}
+	slices.SortFunc(tasks, func(a, b table.FileScanTask) int { return cmp.Compare(a.File.FilePath(), b.File.FilePath()) })
+	return tasks, nil
 }

@@ -61,7 +61,7 @@ type Topic struct {
 	// streams read the large appends of the topic chunk by chunk (see
 	// ChangesAt): appends of more than streamMinRecords records (and more
 	// than a chunk), in chunks of chunkRecords (0: none is streamed).
-	streams          appendStreams
+	streams          streamSet
 	chunkRecords     int64
 	streamMinRecords int64
 }
@@ -214,9 +214,9 @@ func (t *Topic) Changes(ctx context.Context, seg offsets.Segment, enc *Encoding)
 // ChangesAt returns the Changes that holds record first (an ordinal in
 // seg) of an indexed segment written under enc, and base, the ordinal in
 // seg of its record 0. That is the whole segment (base 0), or for a large
-// append one chunk of it, read by a stream (derive.AppendStream) that the
-// next chunk's read continues: a consumer of a ten-million-row snapshot
-// holds a chunk of it decoded, not all of it.
+// append or compacted prefix one chunk of it, read by a stream
+// (derive.Stream) that the next chunk's read continues: a consumer of a
+// ten-million-row snapshot holds a chunk of it decoded, not all of it.
 func (t *Topic) ChangesAt(ctx context.Context, seg offsets.Segment, enc *Encoding, first int64) (_ *changelog.Changes, base int64, _ error) {
 	size := t.streamChunk(seg)
 	if size == 0 {
@@ -232,11 +232,15 @@ func (t *Topic) ChangesAt(ctx context.Context, seg offsets.Segment, enc *Encodin
 	key := whole
 	key.chunk = base/size + 1
 	c, err := t.derived(ctx, seg, key, func(ctx context.Context) (*changelog.Changes, error) {
-		c, ok, err := t.streams.read(streamKey{snapshotID: seg.SnapshotID, encoding: enc.Name}, base, n, func() (*derive.AppendStream, bool, error) {
+		c, ok, err := t.streams.read(streamKey{snapshotID: seg.SnapshotID, kind: seg.Kind, encoding: enc.Name}, base, n, func() (*derive.Stream, bool, error) {
 			tbl := t.tableFor(seg.SnapshotID)
 			ref := changelog.SnapshotRef{SnapshotID: seg.SnapshotID, SequenceNumber: seg.SequenceNumber, TimestampMs: seg.TimestampMs}
+			open := derive.OpenAppendStream
+			if seg.Kind == offsets.KindCompactedPrefix {
+				open = derive.OpenSnapshotStream
+			}
 			// The stream outlives this chunk's read: the topic's.
-			s, ok, err := derive.OpenAppendStream(t.lifetime, tbl, ref, t.deriveOptions(enc))
+			s, ok, err := open(t.lifetime, tbl, ref, t.deriveOptions(enc))
 			if ok && s.Len() != seg.Count {
 				s.Close()
 				return nil, false, fmt.Errorf("snapshot %d of %s now holds %d records, the index says %d: the table's files changed under the index",
@@ -256,15 +260,15 @@ func (t *Topic) ChangesAt(ctx context.Context, seg offsets.Segment, enc *Encodin
 	return c, base, err
 }
 
-// errNotStreamed says a large segment is not an append a stream reads: it
-// is derived whole.
+// errNotStreamed says a large segment is not one a stream reads (a
+// snapshot that is no pure append): it is derived whole.
 var errNotStreamed = errors.New("not a streamed append")
 
-// streamChunk is the records per chunk of seg when large appends of it
-// are read by a stream (0: seg is read whole): snapshots larger than a
-// watcher derives to index them, on a single-partition topic.
+// streamChunk is the records per chunk of seg when it is read by a stream
+// (0: seg is read whole): segments larger than a watcher derives to index
+// them, on a single-partition topic.
 func (t *Topic) streamChunk(seg offsets.Segment) int64 {
-	if t.chunkRecords <= 0 || seg.Kind != offsets.KindChanges || t.Index.Partitions() != 1 || seg.Count <= max(t.chunkRecords, t.streamMinRecords) {
+	if t.chunkRecords <= 0 || t.Index.Partitions() != 1 || seg.Count <= max(t.chunkRecords, t.streamMinRecords) {
 		return 0
 	}
 	return t.chunkRecords

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/apache/iceberg-go/table"
@@ -509,7 +510,7 @@ func (w *watcher) indexPrefix(ctx context.Context, tbl *table.Table, ref changel
 	} else if err := w.freshEpoch(ctx, tbl); err != nil {
 		return err
 	}
-	c, err := w.addPrefix(ctx, tbl, ref, "live rows of a snapshot whose parent was expired", func(counts []int64) error {
+	n, err := w.addPrefix(ctx, tbl, ref, "live rows of a snapshot whose parent was expired", func(counts []int64) error {
 		if err := w.startAt(ctx, tbl, ref, counts); err != nil {
 			return err
 		}
@@ -519,7 +520,7 @@ func (w *watcher) indexPrefix(ctx context.Context, tbl *table.Table, ref changel
 	if err != nil {
 		return err
 	}
-	w.log.Info().Int64("snapshot_id", ref.SnapshotID).Int("live_rows", len(c.Records)).
+	w.log.Info().Int64("snapshot_id", ref.SnapshotID).Int64("live_rows", n).
 		Msg("the table's history starts after expired snapshots; the topic starts with the live rows of its oldest snapshot")
 	return nil
 }
@@ -556,14 +557,28 @@ func (w *watcher) freshEpoch(ctx context.Context, tbl *table.Table) error {
 // addPrefix reads the live rows of ref, has index make them a compacted
 // prefix segment (given their count per partition), and caches them for
 // the fetches that follow: a new prefix is read from its start by every
-// consumer at the log start.
+// consumer at the log start. It returns how many there are. A large
+// prefix of a single-partition topic (more data file rows than a watcher
+// derives to index a snapshot) is counted without holding its rows
+// (derive.SnapshotCount) and streamed by the fetches (Topic.ChangesAt):
+// a streaming table that runs for months is read whole at every expiry.
 func (w *watcher) addPrefix(ctx context.Context, tbl *table.Table, ref changelog.SnapshotRef, what string,
-	index func(counts []int64) error) (*changelog.Changes, error) {
+	index func(counts []int64) error) (int64, error) {
 	t := w.topic
 	enc := t.Encoding()
-	c, err := derive.ReadSnapshot(ctx, w.readable(tbl, ref.SnapshotID), ref, t.deriveOptions(enc))
+	readable := w.readable(tbl, ref.SnapshotID)
+	if w.largePrefix(readable, ref) {
+		n, ok, err := derive.SnapshotCount(ctx, readable, ref, t.deriveOptions(enc))
+		if err != nil {
+			return 0, fmt.Errorf("%s, snapshot %d: %w", what, ref.SnapshotID, err)
+		}
+		if ok {
+			return n, index([]int64{n})
+		}
+	}
+	c, err := derive.ReadSnapshot(ctx, readable, ref, t.deriveOptions(enc))
 	if err != nil {
-		return nil, fmt.Errorf("%s, snapshot %d: %w", what, ref.SnapshotID, err)
+		return 0, fmt.Errorf("%s, snapshot %d: %w", what, ref.SnapshotID, err)
 	}
 	// Cached before the index publishes the prefix, so the first fetch at
 	// the new log start finds its rows rather than deriving them again.
@@ -571,9 +586,27 @@ func (w *watcher) addPrefix(ctx context.Context, tbl *table.Table, ref changelog
 	t.changes.Add(key, c)
 	if err := index(c.CountByPartition()); err != nil {
 		t.changes.Remove(key)
-		return nil, err
+		return 0, err
 	}
-	return c, nil
+	return int64(len(c.Records)), nil
+}
+
+// largePrefix reports whether the live rows of ref are streamed rather
+// than held: the topic streams (one partition, chunks on) and the
+// snapshot's data files hold more rows than IndexDeriveMaxRecords (its
+// summary's total-records; deletes can only make the live rows fewer, so
+// a smaller one is read whole at once).
+func (w *watcher) largePrefix(tbl *table.Table, ref changelog.SnapshotRef) bool {
+	t := w.topic
+	if t.chunkRecords <= 0 || t.Index.Partitions() != 1 {
+		return false
+	}
+	s := tbl.Metadata().SnapshotByID(ref.SnapshotID)
+	if s == nil || s.Summary == nil {
+		return false
+	}
+	total, err := strconv.ParseInt(s.Summary.Properties["total-records"], 10, 64)
+	return err == nil && total > max(t.chunkRecords, t.streamMinRecords)
 }
 
 // indexedAny reports whether any snapshot of hist is indexed.
@@ -611,14 +644,14 @@ func (w *watcher) resetToPrefix(ctx context.Context, tbl *table.Table, ref chang
 		t.notify()
 		return nil
 	}
-	c, err := w.addPrefix(ctx, tbl, ref, "live rows of a snapshot whose history expired", func(counts []int64) error {
+	n, err := w.addPrefix(ctx, tbl, ref, "live rows of a snapshot whose history expired", func(counts []int64) error {
 		return t.Index.ResetToPrefix(ctx, offsets.Snapshot{SnapshotID: ref.SnapshotID, SequenceNumber: ref.SequenceNumber,
 			TimestampMs: ref.TimestampMs, Counts: counts})
 	})
 	if err != nil {
 		return err
 	}
-	w.log.Warn().Int64("snapshot_id", ref.SnapshotID).Int("live_rows", len(c.Records)).Int32("leader_epoch", t.Index.LeaderEpoch()).
+	w.log.Warn().Int64("snapshot_id", ref.SnapshotID).Int64("live_rows", n).Int32("leader_epoch", t.Index.LeaderEpoch()).
 		Msg("every indexed snapshot expired while the gateway was away; the topic continues with the live rows of the oldest retained snapshot")
 	t.notify()
 	return nil
@@ -636,7 +669,7 @@ func (w *watcher) compactExpired(ctx context.Context, tbl *table.Table, indexed 
 	if err != nil {
 		return err
 	}
-	c, err := w.addPrefix(ctx, tbl, ref, "compacted prefix", func(counts []int64) error {
+	n, err := w.addPrefix(ctx, tbl, ref, "compacted prefix", func(counts []int64) error {
 		if known {
 			return t.Index.CompactPrefixUnder(ctx, expired, counts, prefixEpoch(ref))
 		}
@@ -654,7 +687,7 @@ func (w *watcher) compactExpired(ctx context.Context, tbl *table.Table, indexed 
 		t.changes.Remove(t.changesKey(old.SnapshotID, offsets.KindCompactedPrefix, t.Encoding()))
 	}
 	w.log.Info().Int("expired_snapshots", expired).Int64("prefix_snapshot_id", e.SnapshotID).
-		Int("live_rows", len(c.Records)).Int32("leader_epoch", t.Index.LeaderEpoch()).
+		Int64("live_rows", n).Int32("leader_epoch", t.Index.LeaderEpoch()).
 		Msg("older snapshots were expired; the topic now starts with the live rows of the earliest retained snapshot")
 	t.notify()
 	return nil

@@ -6,24 +6,27 @@ import (
 
 	"github.com/lakegw/lakegw/changelog"
 	"github.com/lakegw/lakegw/derive"
+	"github.com/lakegw/lakegw/offsets"
 )
 
-// appendStreams keeps the streams (derive.AppendStream) of the large
-// appends a topic's consumers are reading chunk by chunk, so that reading
-// one chunk after another decodes each file once. A consumer's next chunk
-// finds the stream its last chunk left there; a consumer elsewhere gets a
-// stream of its own (one that seeks), up to maxAppendStreams per topic:
-// the least recently used is closed to make room, and any idle for
-// appendStreamIdle when the topic reads again.
-type appendStreams struct {
+// streamSet keeps the streams (derive.Stream) of the large segments (an
+// append's changes, a compacted prefix's live rows) a topic's consumers
+// are reading chunk by chunk, so that reading one chunk after another
+// decodes each file once. A consumer's next chunk finds the stream its
+// last chunk left there; a consumer elsewhere gets a stream of its own
+// (one that seeks), up to maxStreams per topic: the least recently used is
+// closed to make room, and any idle for streamIdle when the topic reads
+// again.
+type streamSet struct {
 	mu     sync.Mutex
 	slots  []*streamSlot // least recently used first
 	closed bool
 }
 
-// streamKey names the records of a snapshot written under an encoding.
+// streamKey names the records of a segment written under an encoding.
 type streamKey struct {
 	snapshotID int64
+	kind       offsets.SegmentKind
 	encoding   string
 }
 
@@ -37,22 +40,22 @@ type streamSlot struct {
 	lastUsed time.Time
 
 	mu        sync.Mutex
-	s         *derive.AppendStream
+	s         *derive.Stream
 	notAppend bool
 	closed    bool
 }
 
 const (
-	maxAppendStreams = 4
-	appendStreamIdle = 2 * time.Minute
+	maxStreams = 4
+	streamIdle = 2 * time.Minute
 )
 
 // read returns records [from, from+n) of the snapshot key names, opening
 // a stream with open when none is where they start; ok is false when the
 // snapshot is not an append a stream reads (derive it whole), or the topic
 // stopped.
-func (a *appendStreams) read(key streamKey, from, n int64,
-	open func() (*derive.AppendStream, bool, error)) (_ *changelog.Changes, ok bool, _ error) {
+func (a *streamSet) read(key streamKey, from, n int64,
+	open func() (*derive.Stream, bool, error)) (_ *changelog.Changes, ok bool, _ error) {
 	for {
 		c, ok, gone, err := a.readOnce(key, from, n, open)
 		if !gone {
@@ -65,8 +68,8 @@ func (a *appendStreams) read(key streamKey, from, n int64,
 
 // readOnce is one try of read; gone says the slot it took was closed
 // before its turn came.
-func (a *appendStreams) readOnce(key streamKey, from, n int64,
-	open func() (*derive.AppendStream, bool, error)) (_ *changelog.Changes, ok, gone bool, _ error) {
+func (a *streamSet) readOnce(key streamKey, from, n int64,
+	open func() (*derive.Stream, bool, error)) (_ *changelog.Changes, ok, gone bool, _ error) {
 	slot, drop, ok := a.take(key, from, n)
 	for _, d := range drop {
 		d.close()
@@ -105,7 +108,7 @@ func (a *appendStreams) readOnce(key streamKey, from, n int64,
 // that leaves it; it returns the slots to close (evicted or idle). ok is
 // false when the key is known not to be a streamed append, or the set is
 // closed.
-func (a *appendStreams) take(key streamKey, from, n int64) (slot *streamSlot, drop []*streamSlot, ok bool) {
+func (a *streamSet) take(key streamKey, from, n int64) (slot *streamSlot, drop []*streamSlot, ok bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.closed {
@@ -117,7 +120,7 @@ func (a *appendStreams) take(key streamKey, from, n int64) (slot *streamSlot, dr
 		switch {
 		case s.key == key && s.next == from && slot == nil:
 			slot = s
-		case now.Sub(s.lastUsed) > appendStreamIdle:
+		case now.Sub(s.lastUsed) > streamIdle:
 			drop = append(drop, s)
 			continue
 		}
@@ -130,7 +133,7 @@ func (a *appendStreams) take(key streamKey, from, n int64) (slot *streamSlot, dr
 				return nil, drop, false
 			}
 		}
-		if len(a.slots) >= maxAppendStreams {
+		if len(a.slots) >= maxStreams {
 			drop = append(drop, a.slots[0])
 			a.slots = a.slots[1:]
 		}
@@ -143,7 +146,7 @@ func (a *appendStreams) take(key streamKey, from, n int64) (slot *streamSlot, dr
 	return slot, drop, true
 }
 
-func (a *appendStreams) remove(slot *streamSlot) {
+func (a *streamSet) remove(slot *streamSlot) {
 	for i, s := range a.slots {
 		if s == slot {
 			a.slots = append(a.slots[:i], a.slots[i+1:]...)
@@ -154,7 +157,7 @@ func (a *appendStreams) remove(slot *streamSlot) {
 
 // fail drops a slot whose stream failed (the caller holds its mu): the
 // next read opens a new one, and meets the fault again if it stays.
-func (a *appendStreams) fail(slot *streamSlot) {
+func (a *streamSet) fail(slot *streamSlot) {
 	a.mu.Lock()
 	a.remove(slot)
 	a.mu.Unlock()
@@ -162,7 +165,7 @@ func (a *appendStreams) fail(slot *streamSlot) {
 }
 
 // closeAll closes every stream; reads after it derive whole.
-func (a *appendStreams) closeAll() {
+func (a *streamSet) closeAll() {
 	a.mu.Lock()
 	slots := a.slots
 	a.slots, a.closed = nil, true

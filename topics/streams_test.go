@@ -2,6 +2,7 @@ package topics
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -23,16 +24,23 @@ func idsOf(t *testing.T, c *changelog.Changes) []int64 {
 	return out
 }
 
-// A large append is read chunk by chunk, each chunk holding the records
-// the index gives its offsets and dropped once its last batch is encoded;
-// a large snapshot that is not an append is derived whole.
-func TestLargeAppendIsStreamedInChunks(t *testing.T) {
-	f := startRegistrySetUp(t, t.TempDir(), func(c catalog.Catalog) catalog.Catalog { return c },
+// startStreamingRegistry starts a registry that streams every segment of
+// more than 4 records, in chunks of 4 (batches of 2).
+func startStreamingRegistry(t *testing.T) *fixture {
+	t.Helper()
+	return startRegistrySetUp(t, t.TempDir(), func(c catalog.Catalog) catalog.Catalog { return c },
 		func(r *Registry, _ catalog.Catalog) {
 			r.cfg.IndexDeriveMaxRecords = 2
 			r.cfg.StreamChunkRecords = 3 // whole batches of 2: chunks of 4
 			r.cfg.Defaults.BatchRecords = 2
 		})
+}
+
+// A large append is read chunk by chunk, each chunk holding the records
+// the index gives its offsets and dropped once its last batch is encoded;
+// a large snapshot that is not an append is derived whole.
+func TestLargeAppendIsStreamedInChunks(t *testing.T) {
+	f := startStreamingRegistry(t)
 	ctx := context.Background()
 	ident := table.Identifier{"ns", "big"}
 	createTable(t, f, ident)
@@ -108,5 +116,56 @@ func TestLargeAppendIsStreamedInChunks(t *testing.T) {
 	// It is planned once: later reads find it whole.
 	if _, base, err := tp.ChangesAt(ctx, del, enc, 2); err != nil || base != 0 {
 		t.Fatalf("second read of the delete: base %d, %v", base, err)
+	}
+}
+
+// A large compacted prefix is counted without being held and streamed in
+// chunks of live rows (OpRead) when a fetch reads it: the table's history
+// expires under a streaming table, and its whole table becomes the prefix.
+func TestLargePrefixIsStreamed(t *testing.T) {
+	f := startStreamingRegistry(t)
+	ctx := context.Background()
+	ident := table.Identifier{"ns", "p"}
+	createTable(t, f, ident)
+	appendIDs(t, f.cat, ident, 10, 11, 12, 13, 14, 15, 16)
+	appendIDs(t, f.cat, ident, 17, 18, 19, 20)
+	appendIDs(t, f.cat, ident, 21)
+	waitFor(t, "12 records", func() bool { tp, ok := f.reg.Topic("ns.p"); return ok && tp.Index.HighWatermark(0) == 12 })
+	tp, _ := f.reg.Topic("ns.p")
+	// The first snapshot expires: the second's 11 live rows become the
+	// prefix in place of offsets 0..10.
+	expireAllButLast2(t, f.cat, ident)
+	waitFor(t, "compacted prefix", func() bool {
+		seg, ok := tp.Index.Locate(0, tp.Index.LogStart(0))
+		return ok && seg.Kind == offsets.KindCompactedPrefix
+	})
+	start := tp.Index.LogStart(0)
+	seg, _ := tp.Index.Locate(0, start)
+	if seg.Count != 11 {
+		t.Fatalf("prefix %+v, want the 11 live rows of the second snapshot", seg)
+	}
+	enc := tp.Encoding()
+	if _, ok := tp.changes.Get(tp.changesKey(seg.SnapshotID, seg.Kind, enc)); ok {
+		t.Fatal("the large prefix was read whole to be indexed")
+	}
+	var ids []int64
+	for first := int64(0); first < seg.Count; first += 4 {
+		c, base, err := tp.ChangesAt(ctx, seg, enc, first)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if base != first {
+			t.Fatalf("chunk for %d starts at %d", first, base)
+		}
+		for _, r := range c.Records {
+			if r.Op != changelog.OpRead {
+				t.Fatalf("prefix record op %v, want a read", r.Op)
+			}
+		}
+		ids = append(ids, idsOf(t, c)...)
+	}
+	slices.Sort(ids)
+	if len(ids) != 11 || ids[0] != 10 || ids[10] != 20 {
+		t.Fatalf("prefix ids %v, want 10..20", ids)
 	}
 }

@@ -12,20 +12,22 @@ import (
 	"github.com/lakegw/lakegw/changelog"
 )
 
-// AppendStream reads the records of a large pure append (the inserts
-// Derive gives it, in the same order) a range at a time, holding only the
-// rows of the range it returns and the batch being cut: a new consumer of
-// a table written in one ten-million-row snapshot streams it instead of
-// holding all of it decoded (about 1.9 GiB). Reading the ranges in order
-// decodes every file once; a range elsewhere reopens the file at the row
-// group that holds it.
+// Stream reads the records of a large snapshot a range at a time, holding
+// only the rows of the range it returns and the batch being cut: the
+// changes of a pure append (OpenAppendStream: the inserts Derive gives
+// it, in the same order) or the live rows of a snapshot (OpenSnapshotStream:
+// what ReadSnapshot gives it). A new consumer of a table written in one
+// ten-million-row snapshot, or of a compacted prefix that large, streams it
+// instead of holding all of it decoded (about 1.9 GiB). Reading the ranges
+// in order decodes every file once; a range elsewhere reopens its file at
+// the row group that holds it (a file with deletes: at its start).
 //
-// An AppendStream is not safe for concurrent use; Close releases it.
-type AppendStream struct {
+// A Stream is not safe for concurrent use; Close releases it.
+type Stream struct {
 	tbl  *table.Table
 	ref  changelog.SnapshotRef
 	opts Options
-	plan *appendPlan
+	plan *streamPlan
 	scan *table.Scan
 
 	// ctx bounds the reader of the open file; cancel ends it.
@@ -49,7 +51,7 @@ type AppendStream struct {
 // ok false when snap is not a pure append on one partition (see
 // AppendCount): Derive it whole. ctx bounds the stream's reads for its
 // whole life, past this call.
-func OpenAppendStream(ctx context.Context, tbl *table.Table, snap changelog.SnapshotRef, opts Options) (_ *AppendStream, ok bool, err error) {
+func OpenAppendStream(ctx context.Context, tbl *table.Table, snap changelog.SnapshotRef, opts Options) (_ *Stream, ok bool, err error) {
 	defer recoverRead(&err, func() string {
 		return fmt.Sprintf("plan the records of %s snapshot %d", tableName(tbl), snap.SnapshotID)
 	})
@@ -58,10 +60,14 @@ func OpenAppendStream(ctx context.Context, tbl *table.Table, snap changelog.Snap
 		return nil, ok, err
 	}
 	notePlan(tbl, p.snap, p.delta, opts.PlanCache)
-	ctx, cancel := context.WithCancel(ctx)
+	return newStream(ctx, tbl, snap, opts, p), true, nil
+}
+
+// newStream returns a stream of the records p plans.
+func newStream(ctx context.Context, tbl *table.Table, snap changelog.SnapshotRef, opts Options, p *streamPlan) *Stream {
 	scan := tbl.Scan(table.WithSnapshotID(p.snap.SnapshotID), table.WithArrowBatchSize(streamBatchRows))
-	return &AppendStream{tbl: tbl, ref: snap, opts: opts, plan: p, scan: scan,
-		ctx: ctx, cancel: cancel, file: -1}, true, nil
+	ctx, cancel := context.WithCancel(ctx)
+	return &Stream{tbl: tbl, ref: snap, opts: opts, plan: p, scan: scan, ctx: ctx, cancel: cancel, file: -1}
 }
 
 // streamBatchRows is the rows per batch the stream decodes: the scanner
@@ -70,11 +76,11 @@ func OpenAppendStream(ctx context.Context, tbl *table.Table, snap changelog.Snap
 const streamBatchRows = 32 << 10
 
 // Len is the number of records of the snapshot.
-func (s *AppendStream) Len() int64 { return s.plan.total() }
+func (s *Stream) Len() int64 { return s.plan.total() }
 
 // Read returns the records [from, from+n) of the snapshot as a prepared
 // Changes of their own, the first of them at record 0.
-func (s *AppendStream) Read(from, n int64) (_ *changelog.Changes, err error) {
+func (s *Stream) Read(from, n int64) (_ *changelog.Changes, err error) {
 	defer recoverRead(&err, func() string {
 		return fmt.Sprintf("read records [%d, %d) of %s snapshot %d", from, from+n, tableName(s.tbl), s.ref.SnapshotID)
 	})
@@ -100,7 +106,7 @@ func (s *AppendStream) Read(from, n int64) (_ *changelog.Changes, err error) {
 		bi := int32(len(c.Batches))
 		c.Batches = append(c.Batches, b)
 		for r := range int32(b.NumRows()) {
-			c.Records = append(c.Records, changelog.Record{Op: changelog.OpInsert, Before: changelog.NoRow, After: changelog.RowRef{Batch: bi, Row: r}})
+			c.Records = append(c.Records, changelog.Record{Op: s.plan.op, Before: changelog.NoRow, After: changelog.RowRef{Batch: bi, Row: r}})
 		}
 	}
 	if err := finish(c); err != nil {
@@ -110,14 +116,14 @@ func (s *AppendStream) Read(from, n int64) (_ *changelog.Changes, err error) {
 }
 
 // Close ends the reader of the open file.
-func (s *AppendStream) Close() {
+func (s *Stream) Close() {
 	s.closeFile()
 	s.cancel()
 }
 
 // cut returns the next at most max rows, from the held batch or, when it
 // is used up, from the next batch of the open file (or of the next file).
-func (s *AppendStream) cut(max int64) (arrow.RecordBatch, error) {
+func (s *Stream) cut(max int64) (arrow.RecordBatch, error) {
 	for s.held == nil || s.heldRow == s.held.NumRows() {
 		if err := s.nextBatch(); err != nil {
 			return nil, err
@@ -132,7 +138,7 @@ func (s *AppendStream) cut(max int64) (arrow.RecordBatch, error) {
 
 // nextBatch reads the next batch into held, moving to the next file at
 // the end of one, whose rows must be as many as its manifest says.
-func (s *AppendStream) nextBatch() error {
+func (s *Stream) nextBatch() error {
 	s.releaseHeld()
 	if s.file >= 0 {
 		b, err, more := s.next()
@@ -143,15 +149,15 @@ func (s *AppendStream) nextBatch() error {
 			s.fileRow += b.NumRows()
 			if s.fileRow > s.fileCount() {
 				b.Release()
-				return fmt.Errorf("data file %s gave more than the %d rows its manifest lists", s.filePath(), s.fileCount())
+				return fmt.Errorf("data file %s gave more than the %d rows it was planned to", s.filePath(), s.fileCount())
 			}
 			s.held, s.heldRow = b, 0
 			return nil
 		}
 		if s.fileRow != s.fileCount() {
-			return fmt.Errorf("data file %s gave %d rows, its manifest lists %d", s.filePath(), s.fileRow, s.fileCount())
+			return fmt.Errorf("data file %s gave %d rows, it was planned to give %d", s.filePath(), s.fileRow, s.fileCount())
 		}
-		if s.file+1 >= len(s.plan.delta.addedData) {
+		if s.file+1 >= len(s.plan.tasks) {
 			return fmt.Errorf("records of %s snapshot %d end at %d", tableName(s.tbl), s.ref.SnapshotID, s.pos)
 		}
 	}
@@ -159,7 +165,7 @@ func (s *AppendStream) nextBatch() error {
 }
 
 // seek reopens the stream at record r.
-func (s *AppendStream) seek(r int64) error {
+func (s *Stream) seek(r int64) error {
 	s.closeFile()
 	s.pos = r
 	if r == s.Len() {
@@ -189,9 +195,17 @@ func (s *AppendStream) seek(r int64) error {
 // the stream's goroutine; another through iceberg-go's scanner once it
 // passed checkFile (the scanner's goroutines must never meet a damaged
 // file).
-func (s *AppendStream) openFile(i int, within int64) error {
+func (s *Stream) openFile(i int, within int64) error {
 	s.closeFile()
-	task := dataTask(s.plan.delta.addedData[i])
+	task := s.plan.tasks[i]
+	if !plainTask(task) {
+		// Its rows are those its deletes leave: read from the start
+		// of the file, and the rows before within dropped by the caller.
+		if err := checkTaskFiles(s.ctx, s.plan.fs, []table.FileScanTask{task}); err != nil {
+			return err
+		}
+		return s.scanFrom(i, task, 0)
+	}
 	switch fr, groupRow, err := openFileRows(s.ctx, s.plan.fs, s.scan, task.File, within, streamBatchRows); {
 	case err == nil:
 		s.next = func() (arrow.RecordBatch, error, bool) {
@@ -225,16 +239,22 @@ func (s *AppendStream) openFile(i int, within int64) error {
 		task.Length = layout.fileSize - task.Start
 		s.fileRow = layout.firstRow[g]
 	}
+	return s.scanFrom(i, task, s.fileRow)
+}
+
+// scanFrom reads task i through iceberg-go's scanner, whose first row is
+// row fileRow of the task's records.
+func (s *Stream) scanFrom(i int, task table.FileScanTask, fileRow int64) error {
 	_, it, err := s.scan.ReadTasks(s.ctx, []table.FileScanTask{task})
 	if err != nil {
 		return fmt.Errorf("plan read of data file %s: %w", task.File.FilePath(), err)
 	}
 	s.next, s.stop = iter.Pull2(it)
-	s.file = i
+	s.file, s.fileRow = i, fileRow
 	return nil
 }
 
-func (s *AppendStream) closeFile() {
+func (s *Stream) closeFile() {
 	s.releaseHeld()
 	if s.stop != nil {
 		s.stop()
@@ -242,12 +262,12 @@ func (s *AppendStream) closeFile() {
 	s.next, s.stop, s.file = nil, nil, -1
 }
 
-func (s *AppendStream) releaseHeld() {
+func (s *Stream) releaseHeld() {
 	if s.held != nil {
 		s.held.Release()
 		s.held, s.heldRow = nil, 0
 	}
 }
 
-func (s *AppendStream) fileCount() int64 { return s.plan.delta.addedData[s.file].DataFile().Count() }
-func (s *AppendStream) filePath() string { return s.plan.delta.addedData[s.file].DataFile().FilePath() }
+func (s *Stream) fileCount() int64 { return s.plan.rows(s.file) }
+func (s *Stream) filePath() string { return s.plan.tasks[s.file].File.FilePath() }

@@ -33,7 +33,7 @@ func encodedRecords(t *testing.T, c *changelog.Changes) []string {
 }
 
 // streamRange reads records [from, from+n) from s and encodes them.
-func streamRange(t *testing.T, s *AppendStream, from, n int64) []string {
+func streamRange(t *testing.T, s *Stream, from, n int64) []string {
 	t.Helper()
 	c, err := s.Read(from, n)
 	if err != nil {
@@ -48,7 +48,7 @@ func streamRange(t *testing.T, s *AppendStream, from, n int64) []string {
 
 // streamOfFirst opens a stream of the table's first snapshot and returns
 // it with the records Derive gives that snapshot, encoded.
-func streamOfFirst(t *testing.T, tbl *table.Table) (*AppendStream, []string) {
+func streamOfFirst(t *testing.T, tbl *table.Table) (*Stream, []string) {
 	t.Helper()
 	ctx := context.Background()
 	hist, err := changelog.MainHistory(tbl.Metadata())
@@ -156,35 +156,28 @@ func TestAppendStreamAgreesWithDerive(t *testing.T) {
 func TestAppendStreamOnFixtures(t *testing.T) {
 	ctx := context.Background()
 	streamed := 0
-	for _, f := range fixtures {
-		tbl := openFixture(t, f)
-		hist, err := changelog.MainHistory(tbl.Metadata())
+	forEachFixtureSnapshot(t, func(f fixture, tbl *table.Table, snap changelog.SnapshotRef) {
+		_, counted, cerr := AppendCount(ctx, tbl, snap, Options{})
+		s, ok, err := OpenAppendStream(ctx, tbl, snap, Options{})
+		if (err != nil) != (cerr != nil) || ok != counted {
+			t.Fatalf("%s snapshot %d: stream (%v, %v), count (%v, %v)", f.name, snap.SnapshotID, ok, err, counted, cerr)
+		}
+		if !ok {
+			return
+		}
+		whole, err := Derive(ctx, tbl, snap, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, snap := range hist {
-			_, counted, cerr := AppendCount(ctx, tbl, snap, Options{})
-			s, ok, err := OpenAppendStream(ctx, tbl, snap, Options{})
-			if (err != nil) != (cerr != nil) || ok != counted {
-				t.Fatalf("%s snapshot %d: stream (%v, %v), count (%v, %v)", f.name, snap.SnapshotID, ok, err, counted, cerr)
-			}
-			if !ok {
-				continue
-			}
-			whole, err := Derive(ctx, tbl, snap, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := encodedRecords(t, whole)
-			whole.Release()
-			got := streamRange(t, s, 0, s.Len())
-			s.Close()
-			if strings.Join(got, "\n") != strings.Join(want, "\n") {
-				t.Fatalf("%s snapshot %d: the stream's records differ from Derive's", f.name, snap.SnapshotID)
-			}
-			streamed++
+		want := encodedRecords(t, whole)
+		whole.Release()
+		got := streamRange(t, s, 0, s.Len())
+		s.Close()
+		if strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Fatalf("%s snapshot %d: the stream's records differ from Derive's", f.name, snap.SnapshotID)
 		}
-	}
+		streamed++
+	})
 	if streamed == 0 {
 		t.Fatal("no fixture snapshot was streamed")
 	}
@@ -265,4 +258,74 @@ func TestAppendStreamDamagedDataFileNeverPanics(t *testing.T) {
 		}
 		return err
 	})
+}
+
+// A snapshot stream reads the live rows ReadSnapshot gives, in its order,
+// on every snapshot of every fixture (merge-on-read position deletes,
+// equality deletes, deletion vectors, rewrites): in chunks in order, and
+// from the middle after reading the end; SnapshotCount counts them.
+func TestSnapshotStreamAgreesWithReadSnapshot(t *testing.T) {
+	ctx := context.Background()
+	read := 0
+	forEachFixtureSnapshot(t, func(f fixture, tbl *table.Table, snap changelog.SnapshotRef) {
+		whole, werr := ReadSnapshot(ctx, tbl, snap, Options{})
+		n, ok, cerr := SnapshotCount(ctx, tbl, snap, Options{})
+		s, sok, serr := OpenSnapshotStream(ctx, tbl, snap, Options{})
+		if werr != nil {
+			if cerr == nil || serr == nil {
+				t.Fatalf("%s snapshot %d: ReadSnapshot fails (%v), the count (%v) or the stream (%v) does not", f.name, snap.SnapshotID, werr, cerr, serr)
+			}
+			return
+		}
+		if cerr != nil || serr != nil || !ok || !sok {
+			t.Fatalf("%s snapshot %d: count (%v, %v), stream (%v, %v)", f.name, snap.SnapshotID, ok, cerr, sok, serr)
+		}
+		want := encodedRecords(t, whole)
+		whole.Release()
+		if n != int64(len(want)) || s.Len() != n {
+			t.Fatalf("%s snapshot %d: counted %d, stream of %d, ReadSnapshot gives %d", f.name, snap.SnapshotID, n, s.Len(), len(want))
+		}
+		const chunk = 1000
+		var got []string
+		for from := int64(0); from < n; from += chunk {
+			got = append(got, streamRange(t, s, from, min(chunk, n-from))...)
+		}
+		if strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Fatalf("%s snapshot %d: the stream's live rows differ from ReadSnapshot's", f.name, snap.SnapshotID)
+		}
+		if n > 2 {
+			mid := n / 2
+			if g := streamRange(t, s, mid, n-mid); strings.Join(g, "\n") != strings.Join(want[mid:], "\n") {
+				t.Fatalf("%s snapshot %d: rows from %d differ from ReadSnapshot's", f.name, snap.SnapshotID, mid)
+			}
+		}
+		s.Close()
+		read++
+	})
+	if read == 0 {
+		t.Fatal("no fixture snapshot was read")
+	}
+	t.Logf("%d fixture snapshots streamed", read)
+	// Several partitions: each row's is its key's.
+	tbl := openFixture(t, fixtures[0])
+	hist, _ := changelog.MainHistory(tbl.Metadata())
+	if _, ok, err := OpenSnapshotStream(ctx, tbl, hist[0], Options{Partitions: 2}); ok || err != nil {
+		t.Fatalf("two partitions: streamed (%v, %v)", ok, err)
+	}
+}
+
+// forEachFixtureSnapshot calls each with every main-branch snapshot of
+// every fixture table.
+func forEachFixtureSnapshot(t *testing.T, each func(f fixture, tbl *table.Table, snap changelog.SnapshotRef)) {
+	t.Helper()
+	for _, f := range fixtures {
+		tbl := openFixture(t, f)
+		hist, err := changelog.MainHistory(tbl.Metadata())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, snap := range hist {
+			each(f, tbl, snap)
+		}
+	}
 }
