@@ -199,3 +199,38 @@ func BenchmarkDeriveAppend(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDeriveAppendFiles derives one append of 8 data files of 25,000
+// rows each: their files are read GOMAXPROCS at a time.
+func BenchmarkDeriveAppendFiles(b *testing.B) {
+	cat := newTestCatalog(b)
+	sc := iceberg.NewSchemaWithIdentifiers(0, []int{1},
+		iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
+		iceberg.NestedField{ID: 2, Name: "v", Type: iceberg.PrimitiveTypes.String})
+	tbl := createTable(b, cat, "files", sc)
+	var sb strings.Builder
+	sb.WriteByte('[')
+	for i := range 200_000 {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		fmt.Fprintf(&sb, `{"id":%d,"v":"value %d of the benchmark"}`, i, i)
+	}
+	sb.WriteByte(']')
+	tbl = appendJSON(b, tbl, sb.String(), 25_000)
+	hist, err := changelog.MainHistory(tbl.Metadata())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		c, err := Derive(context.Background(), tbl, hist[0], Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(c.Records) != 200_000 {
+			b.Fatalf("%d records", len(c.Records))
+		}
+		c.Release()
+	}
+}

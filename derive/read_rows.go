@@ -4,53 +4,83 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go"
 	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
+	"golang.org/x/sync/errgroup"
 )
 
 // readTasks reads the rows of the tasks, in task order: a task that reads
 // a whole flat data file with nothing to apply (no deletes, no residual)
-// through fileRows, in this goroutine, decoding the file once; any other
-// through iceberg-go's scanner (which projects every file onto the scan's
-// schema, handling schema evolution) once its files passed
-// checkTaskFiles. derive's scans carry no row filter of their own. The
-// caller owns the returned batches.
+// through fileRows, decoding the file once; any other through iceberg-go's
+// scanner (which projects every file onto the scan's schema, handling
+// schema evolution) once its files passed checkTaskFiles. The files are
+// read up to GOMAXPROCS at a time. derive's scans carry no row filter of
+// their own. The caller owns the returned batches.
 func readTasks(ctx context.Context, fs icebergio.IO, scan *table.Scan, tasks []table.FileScanTask) ([]arrow.RecordBatch, error) {
-	var (
-		out     []arrow.RecordBatch
-		scanned []table.FileScanTask // read by the scanner, together
-	)
-	flush := func() error {
-		batches, err := scanTasks(ctx, fs, scan, scanned)
-		out = append(out, batches...)
-		scanned = scanned[:0]
+	// Units of work in task order: a plain task alone, a run of others
+	// together (the scanner reads those in parallel itself).
+	type unit struct {
+		tasks []table.FileScanTask
+		plain bool
+		out   []arrow.RecordBatch
+	}
+	var units []*unit
+	for _, t := range tasks {
+		plain := plainTask(t)
+		if n := len(units); n > 0 && !plain && !units[n-1].plain {
+			units[n-1].tasks = append(units[n-1].tasks, t)
+			continue
+		}
+		units = append(units, &unit{tasks: []table.FileScanTask{t}, plain: plain})
+	}
+	read := func(ctx context.Context, u *unit) (err error) {
+		// A panic in a goroutine of this group would end the process.
+		defer recoverRead(&err, func() string { return "read " + describeTasks(u.tasks) })
+		if u.plain {
+			u.out, err = readPlainTask(ctx, fs, scan, u.tasks[0])
+		} else {
+			u.out, err = scanTasks(ctx, fs, scan, u.tasks)
+		}
 		return err
 	}
-	for _, t := range tasks {
-		if !plainTask(t) {
-			scanned = append(scanned, t)
-			continue
+	var err error
+	if len(units) == 1 {
+		err = read(ctx, units[0])
+	} else {
+		g, gctx := errgroup.WithContext(ctx)
+		g.SetLimit(runtime.GOMAXPROCS(0))
+		for _, u := range units {
+			g.Go(func() error { return read(gctx, u) })
 		}
-		fr, _, err := openFileRows(ctx, fs, scan, t.File, 0, fileRowsBatch)
-		if errors.Is(err, errNotFlat) {
-			scanned = append(scanned, t)
-			continue
-		}
-		if err == nil {
-			err = flush()
-		}
-		if err == nil {
-			out, err = readAllRows(fr, t.File, out)
-		}
-		if err != nil {
-			releaseAll(out)
-			return nil, err
-		}
+		err = g.Wait()
 	}
-	if err := flush(); err != nil {
+	var out []arrow.RecordBatch
+	for _, u := range units {
+		out = append(out, u.out...)
+	}
+	if err != nil {
+		releaseAll(out)
+		return nil, err
+	}
+	return out, nil
+}
+
+// readPlainTask reads a plain task's file through fileRows, or through the
+// scanner when it is not flat.
+func readPlainTask(ctx context.Context, fs icebergio.IO, scan *table.Scan, t table.FileScanTask) ([]arrow.RecordBatch, error) {
+	fr, _, err := openFileRows(ctx, fs, scan, t.File, 0, fileRowsBatch)
+	if errors.Is(err, errNotFlat) {
+		return scanTasks(ctx, fs, scan, []table.FileScanTask{t})
+	}
+	if err != nil {
+		return nil, err
+	}
+	out, err := readAllRows(fr, t.File, nil)
+	if err != nil {
 		releaseAll(out)
 		return nil, err
 	}
