@@ -77,6 +77,8 @@ func cmdServe(ctx context.Context, args []string, demo bool) (err error) {
 	cacheBytes := fs.Int64("cache-bytes", 64<<20, "memory for the newest encoded record batches, shared by all consumers (older ones are read from --disk-cache-bytes through the page cache)")
 	diskCacheBytes := fs.Int64("disk-cache-bytes", 10<<30, "local disk for encoded record batches beyond --cache-bytes, served from the OS page cache (0: off)")
 	changesBytes := fs.Int64("changes-cache-bytes", 128<<20, "memory for derived snapshots being read (one larger snapshot may exceed it)")
+	streamRecords := fs.Int64("stream-records", topics.DefaultIndexDeriveMaxRecords, "an append or compacted prefix of more records than this is counted from its manifests and read in chunks, never held whole (single-partition topics)")
+	streamChunk := fs.Int64("stream-chunk-records", topics.DefaultStreamChunkRecords, "records per chunk of a streamed append or prefix, rounded up to whole batches; 0 or less: every snapshot is derived whole")
 	cacheIdle := fs.Duration("cache-idle", time.Minute, "an encoded batch or derived snapshot no fetch read for this long leaves memory (--cache-bytes, --changes-cache-bytes; the disk tier still holds batches); 0: they stay until evicted by size")
 	batchRecords := fs.Int("batch-records", topics.DefaultBatchRecords, "default records per record batch (the table property lakegw.batch-records overrides it, so every gateway of a table cuts the same batches)")
 	readAhead := fs.Int("read-ahead-batches", 256, "batches encoded in the background past a consumer reading a cold range (0 or less: off)")
@@ -156,6 +158,7 @@ func cmdServe(ctx context.Context, args []string, demo bool) (err error) {
 	reg := topics.New(topics.Config{
 		PollInterval: *pollInterval, ListInterval: *listInterval, Defaults: defaults, CatalogProps: props,
 		ChangesCacheBytes: *changesBytes, ChangesCacheIdle: *cacheIdle,
+		IndexDeriveMaxRecords: *streamRecords, StreamChunkRecords: streamChunkRecords(*streamChunk),
 	}, cat, store, log.With().Str("component", "topics").Logger())
 	reader, err := fetch.NewReader(fetch.Config{CacheBytes: *cacheBytes, CacheIdle: *cacheIdle,
 		DiskCacheDir: filepath.Join(*common.dataDir, "batch-cache"), DiskCacheBytes: *diskCacheBytes,
@@ -265,6 +268,15 @@ func runAll(parent context.Context, log zerolog.Logger, reg *topics.Registry, sr
 // readAheadBatches maps the flag to fetch.Config's encoding, where 0 means
 // the default and a negative count off.
 func readAheadBatches(n int) int {
+	if n <= 0 {
+		return -1
+	}
+	return n
+}
+
+// streamChunkRecords maps --stream-chunk-records onto topics.Config, where
+// 0 means the default and a negative value none.
+func streamChunkRecords(n int64) int64 {
 	if n <= 0 {
 		return -1
 	}
