@@ -35,7 +35,25 @@ type fileRows struct {
 // within on, batchRows rows per batch, and returns the first row of that
 // group; errNotFlat when the file is not flat.
 func openFileRows(ctx context.Context, fs icebergio.IO, scan *table.Scan, df iceberg.DataFile, within int64, batchRows int) (_ *fileRows, groupRow int64, err error) {
-	defer containDecode(&err, df.FilePath())
+	var (
+		src icebergio.File
+		pf  *file.Reader
+	)
+	defer func() {
+		// A decoder's panic (a damaged footer, an allocation over the
+		// cap) is an error naming the file; the file is closed on every
+		// error.
+		if p := recover(); p != nil {
+			err = fmt.Errorf("data file %s is damaged: decoding it panicked: %v", df.FilePath(), p)
+		}
+		switch {
+		case err == nil:
+		case pf != nil:
+			pf.Close() // closes src too
+		case src != nil:
+			src.Close()
+		}
+	}()
 	if df.FileFormat() != iceberg.ParquetFile {
 		return nil, 0, errNotFlat
 	}
@@ -43,21 +61,13 @@ func openFileRows(ctx context.Context, fs icebergio.IO, scan *table.Scan, df ice
 	if err != nil {
 		return nil, 0, err
 	}
-	src, err := fs.Open(df.FilePath())
-	if err != nil {
+	if src, err = fs.Open(df.FilePath()); err != nil {
 		return nil, 0, fmt.Errorf("open data file %s: %w", df.FilePath(), err)
 	}
 	mem := cappedAllocator{inner: memory.DefaultAllocator, max: decodeCap(df.FileSizeBytes())}
-	pf, err := file.NewParquetReader(src, file.WithReadProps(readerPropertiesWith(cappedAllocator{inner: pageBuffers, max: mem.max})))
-	if err != nil {
-		src.Close()
+	if pf, err = file.NewParquetReader(src, file.WithReadProps(readerPropertiesWith(cappedAllocator{inner: pageBuffers, max: mem.max}))); err != nil {
 		return nil, 0, fmt.Errorf("data file %s: footer: %w", df.FilePath(), err)
 	}
-	defer func() {
-		if err != nil {
-			pf.Close()
-		}
-	}()
 	if err := checkArrowSchema(pf, mem); err != nil {
 		return nil, 0, fmt.Errorf("data file %s: %w", df.FilePath(), err)
 	}
@@ -127,13 +137,6 @@ func (f *fileRows) next() (_ arrow.RecordBatch, err error) {
 	return table.ToRequestedSchema(f.ctx, f.projected, f.fileSchema, f.rr.RecordBatch(), table.SchemaOptions{})
 }
 
-// containDecode turns a panic of the decoder (a damaged file, an
-// allocation over the cap) into an error naming the file.
-func containDecode(err *error, path string) {
-	if p := recover(); p != nil {
-		*err = fmt.Errorf("data file %s is damaged: decoding it panicked: %v", path, p)
-	}
-}
 
 func (f *fileRows) close() {
 	f.rr.Release()

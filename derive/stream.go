@@ -79,8 +79,17 @@ const streamBatchRows = 32 << 10
 func (s *Stream) Len() int64 { return s.plan.total() }
 
 // Read returns the records [from, from+n) of the snapshot as a prepared
-// Changes of their own, the first of them at record 0.
-func (s *Stream) Read(from, n int64) (_ *changelog.Changes, err error) {
+// Changes of their own, the first of them at record 0. ctx bounds the
+// read: when it ends first, the stream's reader is cancelled (and the
+// stream of no further use). After an error the next Read seeks afresh.
+func (s *Stream) Read(ctx context.Context, from, n int64) (_ *changelog.Changes, err error) {
+	stop := context.AfterFunc(ctx, s.cancel)
+	defer stop()
+	defer func() {
+		if err != nil {
+			s.closeFile() // where the reader is is unknown
+		}
+	}()
 	defer recoverRead(&err, func() string {
 		return fmt.Sprintf("read records [%d, %d) of %s snapshot %d", from, from+n, tableName(s.tbl), s.ref.SnapshotID)
 	})

@@ -1,7 +1,9 @@
 package topics
 
 import (
+	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lakegw/lakegw/changelog"
@@ -39,9 +41,11 @@ type streamSlot struct {
 	next     int64
 	lastUsed time.Time
 
-	mu        sync.Mutex
-	s         *derive.Stream
-	notAppend bool
+	mu sync.Mutex
+	s  *derive.Stream
+	// notAppend says the segment is not one a stream reads; set while
+	// mu is held, read by take under the set's.
+	notAppend atomic.Bool
 	closed    bool
 }
 
@@ -54,10 +58,10 @@ const (
 // a stream with open when none is where they start; ok is false when the
 // snapshot is not an append a stream reads (derive it whole), or the topic
 // stopped.
-func (a *streamSet) read(key streamKey, from, n int64,
+func (a *streamSet) read(ctx context.Context, key streamKey, from, n int64,
 	open func() (*derive.Stream, bool, error)) (_ *changelog.Changes, ok bool, _ error) {
 	for {
-		c, ok, gone, err := a.readOnce(key, from, n, open)
+		c, ok, gone, err := a.readOnce(ctx, key, from, n, open)
 		if !gone {
 			return c, ok, err
 		}
@@ -68,7 +72,7 @@ func (a *streamSet) read(key streamKey, from, n int64,
 
 // readOnce is one try of read; gone says the slot it took was closed
 // before its turn came.
-func (a *streamSet) readOnce(key streamKey, from, n int64,
+func (a *streamSet) readOnce(ctx context.Context, key streamKey, from, n int64,
 	open func() (*derive.Stream, bool, error)) (_ *changelog.Changes, ok, gone bool, _ error) {
 	slot, drop, ok := a.take(key, from, n)
 	for _, d := range drop {
@@ -80,7 +84,7 @@ func (a *streamSet) readOnce(key streamKey, from, n int64,
 	slot.mu.Lock()
 	defer slot.mu.Unlock()
 	switch {
-	case slot.notAppend:
+	case slot.notAppend.Load():
 		return nil, false, false, nil
 	case slot.closed:
 		return nil, false, true, nil
@@ -91,12 +95,12 @@ func (a *streamSet) readOnce(key streamKey, from, n int64,
 			return nil, false, false, err
 		}
 		if !isAppend {
-			slot.notAppend = true
+			slot.notAppend.Store(true)
 			return nil, false, false, nil
 		}
 		slot.s = s
 	}
-	c, err := slot.s.Read(from, n)
+	c, err := slot.s.Read(ctx, from, n)
 	if err != nil {
 		a.fail(slot)
 		return nil, false, false, err
@@ -129,7 +133,7 @@ func (a *streamSet) take(key streamKey, from, n int64) (slot *streamSlot, drop [
 	a.slots = kept
 	if slot == nil {
 		for _, s := range a.slots {
-			if s.key == key && s.notAppend {
+			if s.key == key && s.notAppend.Load() {
 				return nil, drop, false
 			}
 		}
@@ -162,6 +166,36 @@ func (a *streamSet) fail(slot *streamSlot) {
 	a.remove(slot)
 	a.mu.Unlock()
 	slot.closeLocked()
+}
+
+// closeKey closes the streams of a segment no fetch can locate any more.
+func (a *streamSet) closeKey(key streamKey) {
+	a.closeWhere(func(s *streamSlot) bool { return s.key == key })
+}
+
+// closeIdle closes the streams no read used for streamIdle: a consumer
+// that stopped half-way must not keep its stream's file and batch.
+func (a *streamSet) closeIdle(now time.Time) {
+	a.closeWhere(func(s *streamSlot) bool { return now.Sub(s.lastUsed) > streamIdle })
+}
+
+// closeWhere closes the streams drop selects.
+func (a *streamSet) closeWhere(drop func(*streamSlot) bool) {
+	a.mu.Lock()
+	var closing []*streamSlot
+	kept := a.slots[:0]
+	for _, s := range a.slots {
+		if drop(s) {
+			closing = append(closing, s)
+			continue
+		}
+		kept = append(kept, s)
+	}
+	a.slots = kept
+	a.mu.Unlock()
+	for _, s := range closing {
+		s.close()
+	}
 }
 
 // closeAll closes every stream; reads after it derive whole.

@@ -3,6 +3,7 @@ package topics
 import (
 	"context"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -11,6 +12,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/lakegw/lakegw/changelog"
+	"github.com/lakegw/lakegw/derive"
 	"github.com/lakegw/lakegw/offsets"
 )
 
@@ -164,8 +166,94 @@ func TestLargePrefixIsStreamed(t *testing.T) {
 		}
 		ids = append(ids, idsOf(t, c)...)
 	}
-	slices.Sort(ids)
-	if len(ids) != 11 || ids[0] != 10 || ids[10] != 20 {
-		t.Fatalf("prefix ids %v, want 10..20", ids)
+	// In the order ReadSnapshot gives the live rows (files by path).
+	ref := changelog.SnapshotRef{SnapshotID: seg.SnapshotID, SequenceNumber: seg.SequenceNumber, TimestampMs: seg.TimestampMs}
+	whole, err := derive.ReadSnapshot(ctx, tp.tableFor(seg.SnapshotID), ref, tp.deriveOptions(enc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := idsOf(t, whole); !slices.Equal(ids, want) {
+		t.Fatalf("prefix ids %v, ReadSnapshot gives %v", ids, want)
+	}
+
+	// A later expiry replaces the prefix: its chunks and streams go at once.
+	appendIDs(t, f.cat, ident, 22)
+	expireAllButLast2(t, f.cat, ident)
+	waitFor(t, "the next prefix", func() bool {
+		next, ok := tp.Index.Locate(0, tp.Index.LogStart(0))
+		return ok && next.Kind == offsets.KindCompactedPrefix && next.SnapshotID != seg.SnapshotID
+	})
+	// The index shows the new prefix a moment before the old one's rows
+	// are dropped.
+	waitFor(t, "the replaced prefix's chunks and streams gone", func() bool {
+		for k := int64(1); k <= 3; k++ {
+			chunk := tp.changesKey(seg.SnapshotID, seg.Kind, enc)
+			chunk.chunk = k
+			if _, ok := tp.changes.Get(chunk); ok {
+				return false
+			}
+		}
+		tp.streams.mu.Lock()
+		defer tp.streams.mu.Unlock()
+		for _, slot := range tp.streams.slots {
+			if slot.key.snapshotID == seg.SnapshotID {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// Readers of one segment at once, each at chunks of its own (queued behind
+// a stream at their place, seeking one, or evicting one of the four),
+// all get the records of their chunk; once the topic stops, none streams.
+func TestStreamSetConcurrentReaders(t *testing.T) {
+	f := startStreamingRegistry(t)
+	ctx := context.Background()
+	ident := table.Identifier{"ns", "c"}
+	createTable(t, f, ident)
+	ids := make([]int64, 40)
+	for i := range ids {
+		ids[i] = int64(10 + i)
+	}
+	appendIDs(t, f.cat, ident, ids...)
+	waitFor(t, "40 records", func() bool { tp, ok := f.reg.Topic("ns.c"); return ok && tp.Index.HighWatermark(0) == 40 })
+	tp, _ := f.reg.Topic("ns.c")
+	seg, _ := tp.Index.Locate(0, 0)
+	enc := tp.Encoding()
+	ref := changelog.SnapshotRef{SnapshotID: seg.SnapshotID, SequenceNumber: seg.SequenceNumber, TimestampMs: seg.TimestampMs}
+	open := func() (*derive.Stream, bool, error) {
+		return derive.OpenAppendStream(ctx, tp.tableFor(seg.SnapshotID), ref, tp.deriveOptions(enc))
+	}
+	key := streamKey{snapshotID: seg.SnapshotID, kind: seg.Kind, encoding: enc.Name}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 30 {
+				chunk := int64((g*7 + i*3) % 10)
+				c, ok, err := tp.streams.read(ctx, key, chunk*4, 4, open)
+				if err != nil || !ok {
+					t.Errorf("reader %d, chunk %d: %v %v", g, chunk, ok, err)
+					return
+				}
+				for j, r := range c.Records {
+					got := c.Batches[r.After.Batch].Column(0).(*array.Int64).Value(int(r.After.Row))
+					if want := 10 + chunk*4 + int64(j); got != want {
+						t.Errorf("reader %d, chunk %d, record %d: id %d, want %d", g, chunk, j, got, want)
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	tp.streams.mu.Lock()
+	if n := len(tp.streams.slots); n > maxStreams {
+		t.Errorf("%d streams open, at most %d", n, maxStreams)
+	}
+	tp.streams.mu.Unlock()
+	tp.streams.closeAll()
+	if _, ok, err := tp.streams.read(ctx, key, 0, 4, open); ok || err != nil {
+		t.Errorf("read after closeAll: streamed (%v, %v)", ok, err)
 	}
 }

@@ -179,6 +179,23 @@ func (t *Topic) Encoded(seg offsets.Segment, enc *Encoding, last int64) {
 	}
 }
 
+// forget drops what the topic keeps of a segment no fetch can locate any
+// more (below a new log start) of count records: its derived records,
+// whole or in chunks, and its streams, now rather than when idle.
+func (t *Topic) forget(snapshotID int64, kind offsets.SegmentKind, count int64) {
+	enc := t.Encoding()
+	key := t.changesKey(snapshotID, kind, enc)
+	t.changes.Remove(key)
+	if size := t.chunkRecords; size > 0 {
+		for k := int64(1); k <= (count+size-1)/size; k++ {
+			chunk := key
+			chunk.chunk = k
+			t.changes.Remove(chunk)
+		}
+	}
+	t.streams.closeKey(streamKey{snapshotID: snapshotID, kind: kind, encoding: enc.Name})
+}
+
 // changesKey names the derived records of a segment of the topic, written
 // under enc.
 func (t *Topic) changesKey(snapshotID int64, kind offsets.SegmentKind, enc *Encoding) changesKey {
@@ -228,11 +245,30 @@ func (t *Topic) ChangesAt(ctx context.Context, seg offsets.Segment, enc *Encodin
 		return c, 0, nil
 	}
 	base = first - first%size
+	c, err := t.chunk(ctx, seg, enc, base, size)
+	if errors.Is(err, errNotStreamed) {
+		c, err := t.Changes(ctx, seg, enc)
+		return c, 0, err
+	}
+	if err == nil && first == base && base+size < seg.Count {
+		// The first batch of a chunk: its consumer will want the next
+		// chunk while it encodes this one's batches, so the next is read
+		// now, on the core the encoding leaves (one chunk ahead, from a
+		// read that asked, never from a read ahead itself).
+		t.prefetch(seg, enc, base+size, size)
+	}
+	return c, base, err
+}
+
+// chunk returns the records [base, base+size) of seg (fewer at its end),
+// read by a stream and cached; errNotStreamed when seg is not one a
+// stream reads.
+func (t *Topic) chunk(ctx context.Context, seg offsets.Segment, enc *Encoding, base, size int64) (*changelog.Changes, error) {
 	n := min(size, seg.Count-base)
-	key := whole
+	key := t.changesKey(seg.SnapshotID, seg.Kind, enc)
 	key.chunk = base/size + 1
-	c, err := t.derived(ctx, seg, key, func(ctx context.Context) (*changelog.Changes, error) {
-		c, ok, err := t.streams.read(streamKey{snapshotID: seg.SnapshotID, kind: seg.Kind, encoding: enc.Name}, base, n, func() (*derive.Stream, bool, error) {
+	return t.derived(ctx, seg, key, func(ctx context.Context) (*changelog.Changes, error) {
+		c, ok, err := t.streams.read(ctx, streamKey{snapshotID: seg.SnapshotID, kind: seg.Kind, encoding: enc.Name}, base, n, func() (*derive.Stream, bool, error) {
 			tbl := t.tableFor(seg.SnapshotID)
 			ref := changelog.SnapshotRef{SnapshotID: seg.SnapshotID, SequenceNumber: seg.SequenceNumber, TimestampMs: seg.TimestampMs}
 			open := derive.OpenAppendStream
@@ -253,11 +289,22 @@ func (t *Topic) ChangesAt(ctx context.Context, seg offsets.Segment, enc *Encodin
 		}
 		return c, err
 	})
-	if errors.Is(err, errNotStreamed) {
-		c, err := t.Changes(ctx, seg, enc)
-		return c, 0, err
+}
+
+// prefetch reads the chunk of seg at base in the background, unless it is
+// cached. The read belongs to the topic (it ends with it, or with the
+// derivation timeout); one per chunk runs at a time (derived's
+// singleflight), and its result, or its failure, is what the fetch that
+// asks next finds.
+func (t *Topic) prefetch(seg offsets.Segment, enc *Encoding, base, size int64) {
+	key := t.changesKey(seg.SnapshotID, seg.Kind, enc)
+	key.chunk = base/size + 1
+	if _, ok := t.changes.Get(key); ok {
+		return
 	}
-	return c, base, err
+	go func() {
+		_, _ = t.chunk(t.lifetime, seg, enc, base, size) // the fetch that asks meets any error
+	}()
 }
 
 // errNotStreamed says a large segment is not one a stream reads (a

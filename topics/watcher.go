@@ -128,6 +128,10 @@ func (w *watcher) poll(ctx context.Context) {
 	if ctx.Err() != nil {
 		return
 	}
+	if w.topic != nil {
+		// A topic no consumer reads any more closes its idle streams too.
+		w.topic.streams.closeIdle(time.Now())
+	}
 	if err != nil {
 		w.failures++
 		var le *loadError
@@ -684,7 +688,11 @@ func (w *watcher) compactExpired(ctx context.Context, tbl *table.Table, indexed 
 		// when idle (a streaming table expires every few seconds, and
 		// a minute of replaced prefixes was the largest growing part of
 		// a soak's live heap).
-		t.changes.Remove(t.changesKey(old.SnapshotID, offsets.KindCompactedPrefix, t.Encoding()))
+		var count int64
+		for _, n := range old.Counts {
+			count += n
+		}
+		t.forget(old.SnapshotID, offsets.KindCompactedPrefix, count)
 	}
 	w.log.Info().Int("expired_snapshots", expired).Int64("prefix_snapshot_id", e.SnapshotID).
 		Int64("live_rows", n).Int32("leader_epoch", t.Index.LeaderEpoch()).
