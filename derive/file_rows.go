@@ -137,7 +137,6 @@ func (f *fileRows) next() (_ arrow.RecordBatch, err error) {
 	return table.ToRequestedSchema(f.ctx, f.projected, f.fileSchema, f.rr.RecordBatch(), table.SchemaOptions{})
 }
 
-
 func (f *fileRows) close() {
 	f.rr.Release()
 	f.pf.Close()
