@@ -99,9 +99,10 @@ func idIn(ids ...int64) iceberg.BooleanExpression {
 	return e
 }
 
-// testMergeOnRead deletes rows by position (format 2: position delete
-// files; format 3: deletion vectors, which iceberg-go folds and replaces).
-func testMergeOnRead(t *testing.T, version string) {
+// mergeOnReadHistory writes a merge-on-read table of the format version:
+// 30 rows in three files, three deletes by position, 5 more rows.
+func mergeOnReadHistory(t *testing.T, version string) *table.Table {
+	t.Helper()
 	cat := newTestCatalog(t)
 	tbl := createTable(t, cat, "mor", testSchema(), catalog.WithProperties(iceberg.Properties{
 		"format-version": version, "write.delete.mode": "merge-on-read",
@@ -112,7 +113,13 @@ func testMergeOnRead(t *testing.T, version string) {
 	tbl = deleteWhere(t, tbl, idIn(3, 4, 5, 6, 7))
 	// One row in each of the three files.
 	tbl = deleteWhere(t, tbl, idIn(9, 19, 29))
-	tbl = appendJSON(t, tbl, jsonRows(30, 35), 0)
+	return appendJSON(t, tbl, jsonRows(30, 35), 0)
+}
+
+// testMergeOnRead deletes rows by position (format 2: position delete
+// files; format 3: deletion vectors, which iceberg-go folds and replaces).
+func testMergeOnRead(t *testing.T, version string) {
+	tbl := mergeOnReadHistory(t, version)
 	// Make sure the writer produced the delete kind under test.
 	tasks, err := tbl.Scan().PlanFiles(context.Background())
 	if err != nil {

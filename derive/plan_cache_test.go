@@ -29,15 +29,7 @@ func replayWithCache(t *testing.T, tbl *table.Table) *PlanCache {
 func TestPlanCacheMergeOnRead(t *testing.T) {
 	for _, version := range []string{"2", "3"} {
 		t.Run("v"+version, func(t *testing.T) {
-			cat := newTestCatalog(t)
-			tbl := createTable(t, cat, "mor", testSchema(), catalog.WithProperties(iceberg.Properties{
-				"format-version": version, "write.delete.mode": "merge-on-read",
-			}))
-			tbl = appendJSON(t, tbl, jsonRows(0, 30), 10)
-			tbl = deleteWhere(t, tbl, iceberg.LessThan(iceberg.Reference("id"), int64(5)))
-			tbl = deleteWhere(t, tbl, idIn(3, 4, 5, 6, 7))
-			tbl = deleteWhere(t, tbl, idIn(9, 19, 29))
-			tbl = appendJSON(t, tbl, jsonRows(30, 35), 0)
+			tbl := mergeOnReadHistory(t, version)
 			tbl = deleteWhere(t, tbl, idIn(31, 8))
 			tbl = deleteWhere(t, tbl, iceberg.LessThan(iceberg.Reference("id"), int64(10))) // a whole file
 			tbl = appendJSON(t, tbl, jsonRows(35, 40), 0)

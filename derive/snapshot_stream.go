@@ -11,9 +11,10 @@ import (
 )
 
 // SnapshotCount returns how many records ReadSnapshot gives snap (its live
-// rows) without holding them: a data file with no deletes is counted from
-// its manifest entry, one with deletes is read and counted a batch at a
-// time. ok is false when the records are spread over more than one
+// rows) without holding them: a data file is counted from its manifest
+// entry less what its position deletes or deletion vector delete (read
+// from those files alone); one with equality deletes is read and counted
+// a batch at a time. ok is false when the records are spread over more than one
 // partition (by each row's key).
 //
 // A gateway indexes a large compacted prefix with it rather than reading
@@ -30,8 +31,9 @@ func SnapshotCount(ctx context.Context, tbl *table.Table, snap changelog.Snapsho
 }
 
 // OpenSnapshotStream is OpenAppendStream for the live rows of snap: the
-// records ReadSnapshot gives it (OpRead events, data files by path). Its
-// files with deletes are read through to count them when it opens.
+// records ReadSnapshot gives it (OpRead events, data files by path),
+// counted as SnapshotCount counts them when it opens; a file that then
+// gives another number of rows is an error.
 func OpenSnapshotStream(ctx context.Context, tbl *table.Table, snap changelog.SnapshotRef, opts Options) (_ *Stream, ok bool, err error) {
 	defer recoverRead(&err, func() string {
 		return fmt.Sprintf("plan the live rows of %s snapshot %d", tableName(tbl), snap.SnapshotID)
@@ -63,19 +65,42 @@ func planLive(ctx context.Context, tbl *table.Table, snap changelog.SnapshotRef,
 	}
 	scan := tbl.Scan(table.WithSnapshotID(s.SnapshotID), table.WithArrowBatchSize(streamBatchRows))
 	p := &streamPlan{snap: s, fs: fs, tasks: tasks, op: changelog.OpRead, first: make([]int64, 0, len(tasks)+1)}
+	positions := newPositionIndex(fs)
 	var n int64
 	for _, t := range tasks {
-		rows := t.File.Count()
-		if !plainTask(t) {
-			if rows, err = countTaskRows(ctx, fs, scan, t); err != nil {
-				return nil, false, err
-			}
+		rows, err := liveRows(ctx, fs, scan, positions, t)
+		if err != nil {
+			return nil, false, err
 		}
 		p.first = append(p.first, n)
 		n += rows
 	}
 	p.first = append(p.first, n)
 	return p, true, nil
+}
+
+// liveRows is how many rows t reads: its data file's record count, less
+// the positions its position deletes or deletion vector delete (read from
+// those files alone); a file with equality deletes is read and counted.
+func liveRows(ctx context.Context, fs icebergio.IO, scan *table.Scan, positions *positionIndex, t table.FileScanTask) (int64, error) {
+	rows := t.File.Count()
+	switch {
+	case plainTask(t):
+		return rows, nil
+	case len(t.EqualityDeleteFiles) > 0 || t.Residual != nil || t.Start != 0 || (t.Length != 0 && t.Length != t.File.FileSizeBytes()):
+		return countTaskRows(ctx, fs, scan, t)
+	}
+	deleted, err := positions.deleted(ctx, t)
+	if err != nil {
+		return 0, err
+	}
+	live := rows
+	for _, p := range deleted {
+		if p >= 0 && p < rows {
+			live--
+		}
+	}
+	return live, nil
 }
 
 // countTaskRows reads the rows of t (its deletes applied) and counts them,

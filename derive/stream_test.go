@@ -341,3 +341,47 @@ func forEachFixtureSnapshot(t *testing.T, each func(f fixture, tbl *table.Table,
 		}
 	}
 }
+
+// A snapshot's live rows are counted from its position delete files
+// (format 2) or deletion vectors (format 3) without reading its data
+// files, and the stream reads as many as ReadSnapshot gives, at every
+// snapshot of a merge-on-read history.
+func TestSnapshotStreamCountsPositionDeletesAndDVs(t *testing.T) {
+	ctx := context.Background()
+	for _, version := range []string{"2", "3"} {
+		tbl := mergeOnReadHistory(t, version)
+		hist, err := changelog.MainHistory(tbl.Metadata())
+		if err != nil {
+			t.Fatal(err)
+		}
+		withDeletes := 0
+		for _, snap := range hist {
+			whole, err := ReadSnapshot(ctx, tbl, snap, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := encodedRecords(t, whole)
+			whole.Release()
+			n, ok, err := SnapshotCount(ctx, tbl, snap, Options{})
+			if err != nil || !ok || n != int64(len(want)) {
+				t.Fatalf("format %s snapshot %d: counted (%d, %v, %v), ReadSnapshot gives %d", version, snap.SequenceNumber, n, ok, err, len(want))
+			}
+			s, _, err := OpenSnapshotStream(ctx, tbl, snap, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := streamRange(t, s, 0, s.Len()); strings.Join(got, "\n") != strings.Join(want, "\n") {
+				t.Fatalf("format %s snapshot %d: the stream's live rows differ from ReadSnapshot's", version, snap.SequenceNumber)
+			}
+			for _, task := range s.plan.tasks {
+				if !plainTask(task) {
+					withDeletes++
+				}
+			}
+			s.Close()
+		}
+		if withDeletes == 0 {
+			t.Fatalf("format %s: no snapshot had a file with deletes", version)
+		}
+	}
+}
