@@ -16,13 +16,18 @@
 // parent's. ReadSnapshot gives the live rows of a snapshot as reads, the
 // compacted prefix of a topic whose history expired. A snapshot of an LSM
 // table is served from the changelog files its writer recorded (in the
-// schema changelog/ defines).
+// schema changelog/ defines). A large append or prefix is read a range at
+// a time by a Stream (OpenAppendStream, OpenSnapshotStream), counted
+// beforehand from its manifests and delete files (AppendCount,
+// SnapshotCount), so that no reader holds it whole.
 //
-// Damaged files fail the derivation, never the process: every file handed
-// to iceberg-go's scanner (which decodes in goroutines of its own, where a
-// panic cannot be recovered) is first decoded once in the caller's
-// goroutine under recover and an allocation cap (file_check.go), and
-// Derive and ReadSnapshot turn any other panic into an error.
+// Damaged files fail the derivation, never the process: a flat data file
+// read whole is decoded by fileRows in lakegw's own goroutine, under
+// recover and an allocation cap; every other file handed to iceberg-go's
+// scanner (which decodes in goroutines of its own, where a panic cannot be
+// recovered) is first decoded once in lakegw's goroutine the same way
+// (file_check.go), and Derive, ReadSnapshot and Stream.Read turn any other
+// panic into an error.
 //
 // The change model, the record formats, the history of a topic's
 // snapshots (SnapshotRef, MainHistory) and the LSM changelog file schema
