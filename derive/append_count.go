@@ -73,7 +73,7 @@ func planAppend(ctx context.Context, tbl *table.Table, snap changelog.SnapshotRe
 	if opts.Partitions > 1 {
 		return nil, false, nil
 	}
-	s, err := streamedSnapshot(tbl, snap, opts)
+	s, err := findSnapshot(tbl, snap, opts)
 	if err != nil {
 		return nil, false, err
 	}
@@ -114,9 +114,9 @@ func planAppend(ctx context.Context, tbl *table.Table, snap changelog.SnapshotRe
 	return p, true, nil
 }
 
-// streamedSnapshot finds snap in the table metadata, or in the retained
-// changelog logs.
-func streamedSnapshot(tbl *table.Table, snap changelog.SnapshotRef, opts Options) (*table.Snapshot, error) {
+// findSnapshot finds snap in the table metadata, or in the retained
+// changelog logs of an LSM table.
+func findSnapshot(tbl *table.Table, snap changelog.SnapshotRef, opts Options) (*table.Snapshot, error) {
 	s := tbl.Metadata().SnapshotByID(snap.SnapshotID)
 	if s == nil {
 		s = opts.Retained.Snapshot(snap.SnapshotID, snap.SequenceNumber)

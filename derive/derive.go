@@ -62,12 +62,9 @@ func Derive(ctx context.Context, tbl *table.Table, snap changelog.SnapshotRef, o
 // snapshotChanges finds snap in the table metadata and returns it with an
 // empty Changes for it.
 func snapshotChanges(tbl *table.Table, snap changelog.SnapshotRef, opts Options) (*table.Snapshot, *changelog.Changes, error) {
-	s := tbl.Metadata().SnapshotByID(snap.SnapshotID)
-	if s == nil {
-		s = opts.Retained.Snapshot(snap.SnapshotID, snap.SequenceNumber)
-	}
-	if s == nil {
-		return nil, nil, fmt.Errorf("snapshot %d is not in the metadata of %s", snap.SnapshotID, tableName(tbl))
+	s, err := findSnapshot(tbl, snap, opts)
+	if err != nil {
+		return nil, nil, err
 	}
 	c, err := newChanges(tbl, s, snap, opts)
 	if err != nil {

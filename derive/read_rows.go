@@ -94,8 +94,13 @@ const fileRowsBatch = 1 << 17
 // plainTask reports whether t reads a whole data file with nothing to
 // apply to its rows.
 func plainTask(t table.FileScanTask) bool {
-	return len(t.DeleteFiles) == 0 && len(t.EqualityDeleteFiles) == 0 && len(t.DeletionVectorFiles) == 0 &&
-		t.Residual == nil && t.Start == 0 && (t.Length == 0 || t.Length == t.File.FileSizeBytes())
+	return len(t.DeleteFiles) == 0 && len(t.EqualityDeleteFiles) == 0 && len(t.DeletionVectorFiles) == 0 && wholeFileTask(t)
+}
+
+// wholeFileTask reports whether t reads every row of its data file that
+// its deletes leave: no residual filter, no byte range.
+func wholeFileTask(t table.FileScanTask) bool {
+	return t.Residual == nil && t.Start == 0 && (t.Length == 0 || t.Length == t.File.FileSizeBytes())
 }
 
 // readAllRows appends every batch of fr to out and closes it; the rows

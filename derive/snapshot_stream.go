@@ -51,7 +51,7 @@ func planLive(ctx context.Context, tbl *table.Table, snap changelog.SnapshotRef,
 	if opts.Partitions > 1 {
 		return nil, false, nil
 	}
-	s, err := streamedSnapshot(tbl, snap, opts)
+	s, err := findSnapshot(tbl, snap, opts)
 	if err != nil {
 		return nil, false, err
 	}
@@ -87,7 +87,7 @@ func liveRows(ctx context.Context, fs icebergio.IO, scan *table.Scan, positions 
 	switch {
 	case plainTask(t):
 		return rows, nil
-	case len(t.EqualityDeleteFiles) > 0 || t.Residual != nil || t.Start != 0 || (t.Length != 0 && t.Length != t.File.FileSizeBytes()):
+	case len(t.EqualityDeleteFiles) > 0 || !wholeFileTask(t):
 		return countTaskRows(ctx, fs, scan, t)
 	}
 	deleted, err := positions.deleted(ctx, t)

@@ -57,9 +57,17 @@ func (w *watcher) indexCounts(ctx context.Context, tbl *table.Table, ref changel
 // largeAppend reports whether the summary of s says it adds more records
 // than the configured most a watcher derives to index a snapshot.
 func (w *watcher) largeAppend(s *table.Snapshot) bool {
+	added, ok := summaryCount(s, "added-records")
+	return ok && added > w.r.cfg.IndexDeriveMaxRecords
+}
+
+// summaryCount reads a record count (added-records, total-records) from the
+// summary of s; ok is false when s, its summary or the count is missing or
+// not a number.
+func summaryCount(s *table.Snapshot, key string) (int64, bool) {
 	if s == nil || s.Summary == nil {
-		return false
+		return 0, false
 	}
-	added, err := strconv.ParseInt(s.Summary.Properties["added-records"], 10, 64)
-	return err == nil && added > w.r.cfg.IndexDeriveMaxRecords
+	n, err := strconv.ParseInt(s.Summary.Properties[key], 10, 64)
+	return n, err == nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/apache/iceberg-go/table"
@@ -605,12 +604,8 @@ func (w *watcher) largePrefix(tbl *table.Table, ref changelog.SnapshotRef) bool 
 	if t.chunkRecords <= 0 || t.Index.Partitions() != 1 {
 		return false
 	}
-	s := tbl.Metadata().SnapshotByID(ref.SnapshotID)
-	if s == nil || s.Summary == nil {
-		return false
-	}
-	total, err := strconv.ParseInt(s.Summary.Properties["total-records"], 10, 64)
-	return err == nil && total > max(t.chunkRecords, t.streamMinRecords)
+	total, ok := summaryCount(tbl.Metadata().SnapshotByID(ref.SnapshotID), "total-records")
+	return ok && total > max(t.chunkRecords, t.streamMinRecords)
 }
 
 // indexedAny reports whether any snapshot of hist is indexed.
