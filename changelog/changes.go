@@ -88,6 +88,9 @@ type Changes struct {
 	TargetKeyFieldIDs []int
 	Batches           []arrow.RecordBatch
 	Records           []Record
+	// Raw holds the produced records of a raw topic (raw_table.go): a
+	// raw read fills it instead of Batches.
+	Raw *RawRecords
 	// Partitions is the number of topic partitions the records were spread
 	// over (by key hash when > 1).
 	Partitions int32
@@ -117,6 +120,7 @@ func (c *Changes) Release() {
 		b.Release()
 	}
 	c.Batches = nil
+	c.Raw = nil
 	c.enc = nil
 	c.byPartition = nil
 }
@@ -201,6 +205,9 @@ func (c *Changes) SizeBytes() int64 {
 	n := int64(changesOverheadBytes) + int64(cap(c.Records))*int64(unsafe.Sizeof(Record{}))
 	for _, recs := range c.byPartition {
 		n += int64(cap(recs)) * 4
+	}
+	if r := c.Raw; r != nil {
+		n += r.Bytes + int64(cap(r.Offsets)+cap(r.Timestamps))*8 + int64(cap(r.Keys)+cap(r.Values)+cap(r.Headers))*24
 	}
 	for _, b := range c.Batches {
 		n += batchOverheadBytes + b.NumCols()*columnOverheadBytes

@@ -16,6 +16,8 @@ func FormatByName(name string) (Format, error) {
 		return upsertJSON{}, nil
 	case "json":
 		return plainJSON{}, nil
+	case RawFormat:
+		return rawFormat{}, nil
 	}
 	return nil, fmt.Errorf("unknown record format %q (want debezium-json, canal-json, upsert or json)", name)
 }

@@ -141,14 +141,15 @@ func EncodeLSMCounts(counts []int64) string {
 	return strings.Join(parts, ",")
 }
 
-// CountsFromSummary returns the per-partition record counts an LSM table's
-// writer recorded in a snapshot's summary, so the indexer need not read
-// any file. ok is false when the snapshot is not such a snapshot (not an
-// LSM table, or a snapshot another writer made): then derive. A replace
+// CountsFromSummary returns the per-partition record counts the writer of
+// an LSM table or a raw topic's table recorded in a snapshot's summary, so
+// the indexer need not read any file. ok is false when the snapshot is not
+// such a snapshot (another table, or a snapshot another writer made): then
+// derive. A replace
 // snapshot (compaction) has no records. A summary that disagrees with the
 // partition count is an error, not a guess.
 func CountsFromSummary(props iceberg.Properties, s *table.Snapshot, partitions int32) (counts []int64, ok bool, err error) {
-	if !IsLSMTable(props) || s == nil || s.Summary == nil {
+	if !(IsLSMTable(props) || IsRawTable(props)) || s == nil || s.Summary == nil {
 		return nil, false, nil
 	}
 	n := max(partitions, 1)

@@ -106,21 +106,46 @@ func (e *batchEncoder) encode(dst []byte, s batchSpec) ([]byte, error) {
 	if compress {
 		records = e.records[:0]
 	}
+	// A raw topic's records carry their producer's timestamps and
+	// headers; every other record the snapshot's commit time and
+	// lakegw's provenance headers.
+	own, _ := s.format.(changelog.RecordAttributes)
+	maxTs := ts
+	if own != nil && len(s.recs) > 0 {
+		ts = own.RecordTimestamp(c, &c.Records[s.recs[0]])
+		maxTs = ts
+	}
 	for i, ri := range s.recs {
 		r := &c.Records[ri]
 		var hasKey, hasValue bool
 		e.key, hasKey = s.format.AppendKey(e.key[:0], c, r)
 		e.value, hasValue = s.format.AppendValue(e.value[:0], c, r)
 		b := e.rec[:0]
-		b = append(b, 0)              // attributes
-		b = binary.AppendVarint(b, 0) // timestamp delta: a snapshot has one commit time
+		b = append(b, 0) // attributes
+		if own == nil {
+			b = binary.AppendVarint(b, 0) // timestamp delta: a snapshot has one commit time
+		} else {
+			rts := own.RecordTimestamp(c, r)
+			maxTs = max(maxTs, rts)
+			b = binary.AppendVarint(b, rts-ts)
+		}
 		b = binary.AppendVarint(b, int64(i))
 		b = appendBytesField(b, e.key, hasKey)
 		b = appendBytesField(b, e.value, hasValue)
-		b = binary.AppendVarint(b, 3)
-		b = appendHeader(b, HeaderSnapshotID, snapID)
-		b = appendHeader(b, HeaderSequenceNumber, seq)
-		b = appendHeaderString(b, HeaderOp, r.Op.Header())
+		if own == nil {
+			b = binary.AppendVarint(b, 3)
+			b = appendHeader(b, HeaderSnapshotID, snapID)
+			b = appendHeader(b, HeaderSequenceNumber, seq)
+			b = appendHeaderString(b, HeaderOp, r.Op.Header())
+		} else {
+			hs := own.RecordHeaders(c, r)
+			b = binary.AppendVarint(b, int64(len(hs)))
+			for _, h := range hs {
+				b = binary.AppendVarint(b, int64(len(h.Key)))
+				b = append(b, h.Key...)
+				b = appendBytesField(b, h.Value, h.Value != nil)
+			}
+		}
 		e.rec = b
 		records = binary.AppendVarint(records, int64(len(b)))
 		records = append(records, b...)
@@ -149,7 +174,7 @@ func (e *batchEncoder) encode(dst []byte, s batchSpec) ([]byte, error) {
 	binary.BigEndian.PutUint16(h[offAttributes:], uint16(attrs))
 	binary.BigEndian.PutUint32(h[offLastDelta:], uint32(n-1))
 	binary.BigEndian.PutUint64(h[offFirstTs:], uint64(ts))
-	binary.BigEndian.PutUint64(h[offMaxTs:], uint64(ts))
+	binary.BigEndian.PutUint64(h[offMaxTs:], uint64(maxTs))
 	binary.BigEndian.PutUint64(h[offProducerID:], ^uint64(0))
 	binary.BigEndian.PutUint16(h[offProducerEpoch:], ^uint16(0))
 	binary.BigEndian.PutUint32(h[offBaseSequence:], ^uint32(0))

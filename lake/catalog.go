@@ -89,5 +89,30 @@ func ParseIdent(name string) ([]string, error) {
 	return append(strings.Split(name[:i], "."), name[i+1:]), nil
 }
 
-// TopicName is the Kafka topic name of a table: "<namespace>.<table>".
-func TopicName(ident []string) string { return strings.Join(ident, ".") }
+// BareNamespace is the namespace whose tables are served under their bare
+// names: a Kafka application's topic "orders" (no dot) is the table
+// kafka.orders, so that it switches to lakegw with its topic names
+// unchanged. Any other table's topic is "<namespace>.<table>".
+const BareNamespace = "kafka"
+
+// TopicName is the Kafka topic name of a table: "<namespace>.<table>", or
+// the table's bare name in BareNamespace.
+func TopicName(ident []string) string {
+	if len(ident) == 2 && ident[0] == BareNamespace {
+		return ident[1]
+	}
+	return strings.Join(ident, ".")
+}
+
+// TopicIdent is the table a topic name stands for (TopicName's inverse):
+// a bare name is a table of BareNamespace, a dotted one
+// "<namespace>.<table>" split at its last dot.
+func TopicIdent(topic string) ([]string, error) {
+	if topic == "" {
+		return nil, fmt.Errorf("empty topic name")
+	}
+	if !strings.Contains(topic, ".") {
+		return []string{BareNamespace, topic}, nil
+	}
+	return ParseIdent(topic)
+}

@@ -44,6 +44,9 @@ type conn struct {
 	// turn is held by a request of Server.ownTurn from when it is read
 	// until its answer is written (see readLoop).
 	turn chan struct{}
+	// lastProduce is closed when the last produce request read has
+	// submitted its batches (produceTurn); readLoop's goroutine only.
+	lastProduce chan struct{}
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -249,10 +252,14 @@ func (c *conn) readLoop(ctx context.Context, slots chan<- pending) {
 			slot <- frame{b: req.earlyResponse, answered: answered}
 			continue
 		}
+		hctx := ctx
+		if req.msg.Key() == kmsg.Produce.Int16() {
+			hctx = withProduceTurn(ctx, c.nextProduceTurn())
+		}
 		c.handlers.Add(1)
 		go func() {
 			defer c.handlers.Done()
-			f := c.handle(ctx, req)
+			f := c.handle(hctx, req)
 			f.answered = answered
 			slot <- f
 		}()

@@ -9,6 +9,10 @@
 // record batches fetch/ reads for a partition, which the connection writes
 // from fetch's buffers and disk cache files without copying them.
 //
-// protocol/ may import fetch/, topics/, offsets/, state/ and
+// Produce, InitProducerId and CreateTopics are decoded and answered here
+// and carried out by produce/ (Server.AcceptWrites), which maps nothing
+// to Kafka codes itself.
+//
+// protocol/ may import fetch/, topics/, offsets/, state/, produce/ and
 // protocol/groups/; nothing below it imports protocol/.
 package protocol

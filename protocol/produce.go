@@ -2,44 +2,134 @@ package protocol
 
 import (
 	"context"
+	"errors"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/lakegw/lakegw/produce"
 )
 
 // Produce (key 0)
 //
+// v1: throttle time. v2: log append time. v3: transactional id, and
+// record batches of magic 2 only. v4: KAFKA_STORAGE_ERROR. v5: log start
+// offset. v6-v7: nothing new (v7: ZSTD). v8: record errors and an error
+// message per partition. v9: flexible. v10-v11: leader hints on
+// NOT_LEADER_OR_FOLLOWER (KIP-951), which a single gateway never sends.
+//
 // Advertised from v0: librdkafka turns compression off when a broker does
-// not list Produce v0-2. Topics are read-only until lakegw's own
-// primary-key tables take writes, so every partition is refused with a
-// non-retriable error and, from v8, a message that says why.
-func init() { register(kmsg.Produce, 0, 9, handleProduce) }
+// not list Produce v0-2; v0-2 batches (magic 0 and 1) are answered with
+// UNSUPPORTED_FOR_MESSAGE_FORMAT. A raw topic (produce.CreateRawTopic)
+// takes records; a topic serving a table other engines write is read-only
+// and says so. Each partition is answered once the Iceberg commit holding
+// its records has succeeded; acks=0 is not answered at all.
+func init() { register(kmsg.Produce, 0, 11, handleProduce) }
 
 const readOnlyMessage = "lakegw topics are read-only: they serve the changes of Iceberg tables; write to the table instead"
 
-func handleProduce(_ context.Context, c *conn, req *kmsg.ProduceRequest) (kmsg.Response, error) {
+func handleProduce(ctx context.Context, c *conn, req *kmsg.ProduceRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
-	if req.Acks == 0 {
-		// acks=0 producers read no response, and Kafka sends none: the
-		// refusal can only be logged.
-		c.log.Warn().Msg("refusing acks=0 produce: topics are read-only")
-		return nil, nil
+	if req.TimeoutMillis > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(req.TimeoutMillis)*time.Millisecond)
+		defer cancel()
 	}
-	msg := readOnlyMessage
-	for _, t := range req.Topics {
+	// A connection's produce requests are submitted in the order they
+	// were read, as a broker appends them: an idempotent producer's
+	// pipelined batches arrive in sequence.
+	turn := produceTurnOf(ctx)
+	defer turn.done()
+	turn.wait(ctx)
+	type topicWait struct {
+		sub   *produce.Submitted
+		parts []int   // the response partitions waiting on sub, by batch
+		errs  []error // refusals before submitting, by response partition
+	}
+	waits := make([]topicWait, len(req.Topics))
+	for ti, t := range req.Topics {
 		rt := kmsg.NewProduceResponseTopic()
 		rt.Topic = t.Topic
-		for _, p := range t.Partitions {
+		var batches []produce.Batch
+		w := &waits[ti]
+		w.errs = make([]error, len(t.Partitions))
+		var topicErr error
+		switch {
+		case c.s.produce == nil:
+			topicErr = produce.ErrReadOnly
+		case req.TransactionID != nil:
+			topicErr = refuse(kerr.TransactionalIDAuthorizationFailed, "lakegw does not take transactions yet")
+		default:
+			// A read-only or unknown topic says so before its records
+			// are looked at.
+			topicErr = c.s.produce.CheckTopic(ctx, t.Topic)
+		}
+		for pi, p := range t.Partitions {
 			rp := kmsg.NewProduceResponseTopicPartition()
 			rp.Partition = p.Partition
-			rp.ErrorCode = kerr.PolicyViolation.Code
-			rp.ErrorMessage = &msg
-			rp.BaseOffset = -1
-			rp.LogAppendTime = -1
-			rp.LogStartOffset = -1
+			rp.BaseOffset, rp.LogAppendTime, rp.LogStartOffset = -1, -1, -1
 			rt.Partitions = append(rt.Partitions, rp)
+			switch {
+			case topicErr != nil:
+				w.errs[pi] = topicErr
+			default:
+				b, berr := decodeBatch(p.Partition, p.Records)
+				if berr != nil {
+					w.errs[pi] = berr
+					continue
+				}
+				batches = append(batches, b)
+				w.parts = append(w.parts, pi)
+			}
+		}
+		if len(batches) > 0 {
+			w.sub = c.s.produce.Submit(ctx, t.Topic, batches)
 		}
 		resp.Topics = append(resp.Topics, rt)
+	}
+	turn.done()
+	var throttled time.Duration
+	for ti := range waits {
+		w := &waits[ti]
+		rt := &resp.Topics[ti]
+		if w.sub != nil {
+			results, th := w.sub.Wait(ctx)
+			throttled += th
+			for bi, r := range results {
+				rp := &rt.Partitions[w.parts[bi]]
+				if r.Err != nil {
+					w.errs[w.parts[bi]] = r.Err
+					continue
+				}
+				rp.BaseOffset, rp.LogStartOffset = r.BaseOffset, r.LogStartOffset
+			}
+		}
+		for pi, err := range w.errs {
+			if err == nil {
+				continue
+			}
+			rp := &rt.Partitions[pi]
+			rp.ErrorCode = produceCode(err).Code
+			msg := err.Error()
+			if errors.Is(err, produce.ErrReadOnly) {
+				msg = readOnlyMessage + " (" + msg + ")"
+			}
+			rp.ErrorMessage = &msg
+			rp.BaseOffset = -1
+		}
+	}
+	resp.ThrottleMillis = int32(throttled / time.Millisecond)
+	if req.Acks == 0 {
+		// acks=0 producers read no response, and Kafka sends none.
+		for _, rt := range resp.Topics {
+			for _, rp := range rt.Partitions {
+				if rp.ErrorCode != 0 {
+					c.log.Debug().Str("topic", rt.Topic).Int32("partition", rp.Partition).Str("error", *rp.ErrorMessage).Msg("acks=0 produce refused")
+				}
+			}
+		}
+		return nil, nil
 	}
 	return resp, nil
 }

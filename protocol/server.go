@@ -14,6 +14,7 @@ import (
 
 	"github.com/lakegw/lakegw/fetch"
 	"github.com/lakegw/lakegw/internal/limitedlog"
+	"github.com/lakegw/lakegw/produce"
 	"github.com/lakegw/lakegw/protocol/groups"
 	"github.com/lakegw/lakegw/topics"
 )
@@ -63,9 +64,11 @@ type Config struct {
 
 // Defaults of Config, as Kafka's where Kafka has the setting.
 const (
-	// DefaultMaxRequestBytes: Kafka's socket.request.max.bytes is 100 MiB,
-	// but topics are read-only here: no request needs more than this.
-	DefaultMaxRequestBytes = 8 << 20
+	// DefaultMaxRequestBytes: Kafka's socket.request.max.bytes is 100 MiB;
+	// a produce request of 1 MiB batches (the producers' default size) to
+	// up to 32 partitions fits in this, and a request must fit in
+	// DefaultMaxInflightBytes.
+	DefaultMaxRequestBytes = 32 << 20
 	// DefaultMaxInflightBytes plays Kafka's queued.max.request.bytes
 	// (unbounded by default there).
 	DefaultMaxInflightBytes = 64 << 20
@@ -99,7 +102,14 @@ type Server struct {
 	ownTurn    map[int16]bool
 	limits     *connLimits
 	clientErrs *limitedlog.Log
+	// produce takes produced records (nil: every topic is read-only).
+	produce *produce.Service
 }
+
+// AcceptWrites has the server take Produce, InitProducerId and
+// CreateTopics through p; call it before Serve. Without it every topic is
+// read-only.
+func (s *Server) AcceptWrites(p *produce.Service) { s.produce = p }
 
 // NewServer returns a server; call Listen then Serve.
 func NewServer(cfg Config, reg *topics.Registry, reader *fetch.Reader, coord *groups.Coordinator, log zerolog.Logger) *Server {

@@ -20,6 +20,9 @@ type changesKey struct {
 	// chunk is 0 for the whole segment, k+1 for chunk k of a streamed
 	// append (Topic.ChangesAt).
 	chunk int64
+	// partition is the partition a raw topic's chunk holds (0 for other
+	// topics, whose Changes hold every partition of a snapshot).
+	partition int32
 }
 
 // changesCache keeps derived snapshots for the fetches that read them batch

@@ -13,7 +13,7 @@ func changesOf(n int) *changelog.Changes {
 // The cache is bounded by the memory the derived snapshots hold.
 func TestChangesCacheIsBoundedByBytes(t *testing.T) {
 	c := newChangesCache(100, 0)
-	a, b, big := changesKey{"t", "", 1, 0, 0}, changesKey{"t", "", 2, 0, 0}, changesKey{"t", "", 3, 0, 0}
+	a, b, big := changesKey{topic: "t", snapshotID: 1}, changesKey{topic: "t", snapshotID: 2}, changesKey{topic: "t", snapshotID: 3}
 	c.Add(a, changesOf(3)) // 60 bytes
 	c.Add(b, changesOf(3))
 	if _, ok := c.Get(a); ok {

@@ -123,6 +123,15 @@ func (c TopicConfig) withTableProps(props iceberg.Properties) (TopicConfig, erro
 	if v, ok := props[PropSchemaMode]; ok {
 		c.SchemaMode = v
 	}
+	// A raw topic's records are the rows as produced, in the partition
+	// each was produced to: no other format or key applies, and no other
+	// table can be read as one.
+	switch {
+	case changelog.IsRawTable(props):
+		c.Format, c.KeyColumns = changelog.RawFormat, nil
+	case c.Format == changelog.RawFormat:
+		return c, fmt.Errorf("format %q: only a raw topic's table (%s=true) has raw records", changelog.RawFormat, changelog.PropRaw)
+	}
 	c.BatchRecords = cmp.Or(c.BatchRecords, DefaultBatchRecords)
 	if v, ok := props[PropBatchRecords]; ok {
 		n, err := strconv.Atoi(v)

@@ -37,6 +37,12 @@ func (w *watcher) indexCounts(ctx context.Context, tbl *table.Table, ref changel
 	if err != nil || ok {
 		return counts, nil, "summary", err
 	}
+	if t.raw != nil {
+		// Only lakegw writes a raw topic's table, and every snapshot it
+		// commits counts its records.
+		return nil, nil, "", fmt.Errorf("snapshot %d of raw topic table %s records no counts of its records: another writer committed it; only Kafka producers through lakegw may write a raw topic",
+			ref.SnapshotID, t.Name)
+	}
 	if w.largeAppend(s) {
 		// The summary only decides whether to look: the count comes from
 		// the manifests, which a summary may disagree with.

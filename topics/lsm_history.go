@@ -99,10 +99,11 @@ func (w *watcher) startAt(ctx context.Context, tbl *table.Table, ref changelog.S
 	return nil
 }
 
-// tableEnds returns the end offsets a lakegw LSM table records for ref;
-// ok is false for any other table, or one whose ends are unknown.
+// tableEnds returns the end offsets a lakegw LSM table or raw topic's table
+// records for ref; ok is false for any other table, or one whose ends are
+// unknown.
 func (w *watcher) tableEnds(tbl *table.Table, ref changelog.SnapshotRef) ([]int64, bool, error) {
-	if !changelog.IsLSMTable(tbl.Properties()) {
+	if props := tbl.Properties(); !changelog.IsLSMTable(props) && !changelog.IsRawTable(props) {
 		return nil, false, nil
 	}
 	s := tbl.Metadata().SnapshotByID(ref.SnapshotID)

@@ -34,6 +34,8 @@ type Registry struct {
 
 	firstList chan struct{}
 	listOnce  sync.Once
+	// relist asks Run for a listing now (Relist).
+	relist chan struct{}
 
 	changes *changesCache
 
@@ -72,6 +74,7 @@ func New(cfg Config, cat catalog.Catalog, store *state.Store, log zerolog.Logger
 		watchers:   map[string]*watcher{},
 		retired:    map[string]*watcher{},
 		firstList:  make(chan struct{}),
+		relist:     make(chan struct{}, 1),
 		changes:    newChangesCache(cfg.ChangesCacheBytes, cfg.ChangesCacheIdle),
 		pointerCat: cat,
 	}
@@ -138,7 +141,33 @@ func (r *Registry) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-tick.C:
+		case <-r.relist:
 		}
+	}
+}
+
+// Kick makes the watcher of topic name poll its table now rather than at
+// its next interval (a commit through this gateway: its consumers wake
+// with the commit); nothing when no such topic is watched.
+func (r *Registry) Kick(name string) {
+	r.mu.RLock()
+	w := r.watchers[name]
+	r.mu.RUnlock()
+	if w == nil {
+		return
+	}
+	select {
+	case w.kick <- struct{}{}:
+	default: // a poll is already asked for
+	}
+}
+
+// Relist makes Run list the catalog now (a table created through this
+// gateway is served at once, not at the next list interval).
+func (r *Registry) Relist() {
+	select {
+	case r.relist <- struct{}{}:
+	default:
 	}
 }
 

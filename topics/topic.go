@@ -64,6 +64,9 @@ type Topic struct {
 	streams          streamSet
 	chunkRecords     int64
 	streamMinRecords int64
+	// raw locates a raw topic's records in its table's files (nil for
+	// any other topic): they are read by offset, never derived.
+	raw *derive.RawFiles
 }
 
 // Encoding returns how the topic's records are written now. A read takes
@@ -235,6 +238,9 @@ func (t *Topic) Changes(ctx context.Context, seg offsets.Segment, enc *Encoding)
 // (derive.Stream) that the next chunk's read continues: a consumer of a
 // ten-million-row snapshot holds a chunk of it decoded, not all of it.
 func (t *Topic) ChangesAt(ctx context.Context, seg offsets.Segment, enc *Encoding, first int64) (_ *changelog.Changes, base int64, _ error) {
+	if t.raw != nil {
+		return t.rawChunk(ctx, seg, enc, first)
+	}
 	size := t.streamChunk(seg)
 	if size == 0 {
 		c, err := t.Changes(ctx, seg, enc)
@@ -338,7 +344,7 @@ func (t *Topic) derived(ctx context.Context, seg offsets.Segment, key changesKey
 	// The derivation belongs to the topic, not to the first fetch that
 	// asked: a client that disconnects (or times out on a large snapshot)
 	// must not cancel it for everyone waiting, nor make it start over.
-	ch := t.derive.DoChan(fmt.Sprint(key.snapshotID, "/", key.kind, "/", key.encoding, "/", key.chunk), func() (_ any, err error) {
+	ch := t.derive.DoChan(fmt.Sprint(key.snapshotID, "/", key.kind, "/", key.encoding, "/", key.chunk, "/", key.partition), func() (_ any, err error) {
 		ctx, cancel := context.WithTimeout(t.lifetime, deriveTimeout)
 		defer cancel()
 		defer func() {

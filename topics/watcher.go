@@ -53,12 +53,15 @@ type watcher struct {
 	// done is closed when run has returned: the watcher writes nothing
 	// any more.
 	done chan struct{}
+	// kick asks for a poll now (Registry.Kick): a commit through this
+	// gateway wakes its consumers without waiting for the poll interval.
+	kick chan struct{}
 }
 
 func newWatcher(parent context.Context, r *Registry, name string, src tableSource, prev *watcher) *watcher {
 	ctx, cancel := context.WithCancel(parent)
 	return &watcher{r: r, name: name, src: src, ctx: ctx, cancel: cancel, prev: prev, meta: lake.NewMetadataReader(),
-		log: r.log.With().Str("topic", name).Logger(), firstSync: make(chan struct{}), done: make(chan struct{})}
+		log: r.log.With().Str("topic", name).Logger(), firstSync: make(chan struct{}), done: make(chan struct{}), kick: make(chan struct{}, 1)}
 }
 
 // stop asks the watcher to return; done says when it has.
@@ -91,6 +94,8 @@ func (w *watcher) run() {
 			}
 			return
 		case <-timer.C:
+		case <-w.kick:
+			timer.Stop() // Go 1.23 timers: nothing stale to drain
 		}
 		w.poll(ctx)
 		if first {
@@ -268,6 +273,9 @@ func (w *watcher) openTopic(ctx context.Context, tbl *table.Table) error {
 	}
 	t := &Topic{Name: w.name, Ident: w.src.ident, Config: cfg, Format: format, Index: idx, changed: make(chan struct{}), changes: w.r.changes,
 		plans: derive.NewPlanCache(planCachePlans, planCacheFiles), lifetime: w.ctx, streamMinRecords: w.r.cfg.IndexDeriveMaxRecords}
+	if changelog.IsRawTable(tbl.Properties()) {
+		t.raw = derive.NewRawFiles()
+	}
 	if chunk := w.r.cfg.StreamChunkRecords; chunk > 0 {
 		// Whole batches: a batch never spans two chunks.
 		batch := int64(cfg.BatchRecords)
@@ -568,6 +576,22 @@ func (w *watcher) freshEpoch(ctx context.Context, tbl *table.Table) error {
 func (w *watcher) addPrefix(ctx context.Context, tbl *table.Table, ref changelog.SnapshotRef, what string,
 	index func(counts []int64) error) (int64, error) {
 	t := w.topic
+	if t.raw != nil {
+		// A raw topic's rows are never deleted: the live rows of ref are
+		// every record up to its end, read by offset like any other.
+		ends, known, err := w.tableEnds(tbl, ref)
+		if err != nil {
+			return 0, fmt.Errorf("%s, snapshot %d: %w", what, ref.SnapshotID, err)
+		}
+		if !known {
+			return 0, fmt.Errorf("%s, snapshot %d: its summary and its ancestors' record no end offsets of the raw topic", what, ref.SnapshotID)
+		}
+		var n int64
+		for _, e := range ends {
+			n += e
+		}
+		return n, index(ends)
+	}
 	enc := t.Encoding()
 	readable := w.readable(tbl, ref.SnapshotID)
 	if w.largePrefix(readable, ref) {

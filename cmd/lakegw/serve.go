@@ -17,6 +17,7 @@ import (
 	"github.com/lakegw/lakegw/fetch"
 	"github.com/lakegw/lakegw/lake"
 	"github.com/lakegw/lakegw/maintain"
+	"github.com/lakegw/lakegw/produce"
 	"github.com/lakegw/lakegw/protocol"
 	"github.com/lakegw/lakegw/protocol/groups"
 	"github.com/lakegw/lakegw/quickstart"
@@ -72,7 +73,7 @@ func cmdServe(ctx context.Context, args []string, demo bool) (err error) {
 	advertised := fs.String("advertised-listener", "", "host:port announced to clients (default: the listener address)")
 	pollInterval := fs.Duration("poll-interval", 200*time.Millisecond, "how often tables are checked for new snapshots")
 	listInterval := fs.Duration("list-interval", time.Second, "how often the catalog is listed for new tables")
-	maxRequest := fs.Int("max-request-bytes", protocol.DefaultMaxRequestBytes, "largest request frame accepted; larger ones close the connection (topics are read-only: no request needs more)")
+	maxRequest := fs.Int("max-request-bytes", protocol.DefaultMaxRequestBytes, "largest request frame accepted; larger ones close the connection (Kafka's socket.request.max.bytes)")
 	netLimits := addNetLimitFlags(fs)
 	cacheBytes := fs.Int64("cache-bytes", 64<<20, "memory for the newest encoded record batches, shared by all consumers (older ones are read from --disk-cache-bytes through the page cache)")
 	diskCacheBytes := fs.Int64("disk-cache-bytes", 10<<30, "local disk for encoded record batches beyond --cache-bytes, served from the OS page cache (0: off)")
@@ -89,6 +90,7 @@ func cmdServe(ctx context.Context, args []string, demo bool) (err error) {
 	demoEvery := fs.Duration("demo-interval", time.Second, "quickstart only: how often the demo table commits")
 	compactEvery := fs.Duration("compact-interval", 30*time.Second, "how often served lakegw LSM tables are compacted in the background (0: never)")
 	maintainEvery := fs.Duration("maintain-interval", time.Minute, "how often served tables lakegw maintains (LSM tables, lakegw.maintenance.enabled=true) get a maintenance pass (0: never)")
+	commitInterval := fs.Duration("commit-interval", produce.DefaultCommitInterval, "produced records: the least time between two commits of a table, so that concurrent producers share one Iceberg commit (a produce is acknowledged once its commit succeeds)")
 	debugListen := fs.String("debug-listen", "", "host:port serving Go profiles at /debug/pprof/ (default: off; a non-loopback address needs --debug-listen-public)")
 	debugPublic := fs.Bool("debug-listen-public", false, "allow --debug-listen on an address other hosts can reach (profiles expose the process's internals)")
 	offsetsRetention := addOffsetsRetentionFlag(fs)
@@ -186,6 +188,13 @@ func cmdServe(ctx context.Context, args []string, demo bool) (err error) {
 	netLimits.apply(&srvCfg)
 	srv := protocol.NewServer(srvCfg,
 		reg, reader, coord, log.With().Str("component", "kafka").Logger())
+	// Produced records: the writers commit until serve returns, after the
+	// server has stopped taking requests.
+	pctx, stopWriters := context.WithCancel(ctx)
+	writes := produce.New(pctx, cat, produce.Config{CommitInterval: *commitInterval, OnCommit: reg.Kick,
+		Log: log.With().Str("component", "produce").Logger()})
+	defer func() { stopWriters(); writes.Wait() }()
+	srv.AcceptWrites(writes)
 	if err := srv.Listen(); err != nil {
 		return err
 	}

@@ -45,8 +45,14 @@ var rules = map[string]rule{
 	// responses in them"; internal/limitedlog/doc.go: "protocol/ and
 	// fetch/ keep one each".
 	"protocol": {
-		may:     []string{"fetch", "topics", "offsets", "state", "protocol/groups", "internal/bytepool", "internal/limitedlog"},
+		may:     []string{"fetch", "topics", "offsets", "state", "produce", "protocol/groups", "internal/bytepool", "internal/limitedlog"},
 		mustNot: []string{"lsm", "changelog"},
+	},
+	// "It may import changelog/ and lake/; it must not import protocol/,
+	// fetch/, topics/, offsets/ or derive/".
+	"produce": {
+		may:     []string{"changelog", "lake"},
+		mustNot: []string{"protocol/...", "fetch", "topics", "offsets", "derive"},
 	},
 	// "It must not import fetch/, topics/, derive/, changelog/, lake/,
 	// lsm/ or state/"; protocol/doc.go: "nothing below it imports

@@ -1,0 +1,88 @@
+package produce
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/lakegw/lakegw/changelog"
+	"github.com/lakegw/lakegw/lake"
+)
+
+// MaxPartitions bounds a raw topic's partitions.
+const MaxPartitions = 10000
+
+// legalTopic is Kafka's rule for topic names.
+var legalTopic = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,249}$`)
+
+// CreateRawTopic creates the table of a raw topic with the given number of
+// partitions (validateOnly: only checks that it could). configs are Kafka
+// topic configs; the ones that apply become table properties
+// (retention.ms and friends are read from them as for any topic), others
+// are refused.
+func (s *Service) CreateRawTopic(ctx context.Context, topic string, partitions int32, configs map[string]string, validateOnly bool) error {
+	if !legalTopic.MatchString(topic) || topic == "." || topic == ".." {
+		return fmt.Errorf("%w: %q: a topic name is 1 to 249 of [a-zA-Z0-9._-]", ErrInvalidTopic, topic)
+	}
+	if partitions < 1 || partitions > MaxPartitions {
+		return fmt.Errorf("%w: %d partitions: want 1 to %d", ErrInvalidPartitions, partitions, MaxPartitions)
+	}
+	ident, err := lake.TopicIdent(topic)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidTopic, err)
+	}
+	props := iceberg.Properties{
+		changelog.PropRaw:        "true",
+		changelog.PropPartitions: strconv.Itoa(int(partitions)),
+		// Maintained by the gateway (expiry, manifests, orphans): it
+		// commits every few hundred milliseconds.
+		changelog.PropMaintenanceEnabled: "true",
+		table.ParquetCompressionKey:      "zstd",
+		table.PropertyFormatVersion:      "2",
+	}
+	for k, v := range configs {
+		if !topicConfigs[k] {
+			return fmt.Errorf("%w: config %q does not apply to a raw topic (accepted: retention.ms, retention.bytes)", ErrInvalidConfig, k)
+		}
+		props[k] = v
+	}
+	if validateOnly {
+		if _, err := s.cat.LoadTable(ctx, ident); err == nil {
+			return fmt.Errorf("%w: %s", ErrTopicExists, topic)
+		}
+		return nil
+	}
+	ns := catalog.NamespaceFromIdent(ident)
+	if err := s.cat.CreateNamespace(ctx, ns, nil); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
+		return fmt.Errorf("create namespace %v: %w", ns, err)
+	}
+	spec := changelog.RawPartitionSpec()
+	_, err = s.cat.CreateTable(ctx, ident, changelog.RawSchema(), catalog.WithPartitionSpec(&spec), catalog.WithProperties(props))
+	if errors.Is(err, catalog.ErrTableAlreadyExists) {
+		return fmt.Errorf("%w: %s", ErrTopicExists, topic)
+	}
+	if err != nil {
+		return fmt.Errorf("create table %s: %w", lake.TopicName(ident), err)
+	}
+	return nil
+}
+
+// topicConfigs are the Kafka topic configs a raw topic keeps as table
+// properties.
+var topicConfigs = map[string]bool{"retention.ms": true, "retention.bytes": true}
+
+// rawPartitions is a raw topic's partition count.
+func rawPartitions(tbl *table.Table) (int32, error) {
+	v := tbl.Properties()[changelog.PropPartitions]
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > MaxPartitions {
+		return 0, fmt.Errorf("raw topic table %s: %s=%q: want 1 to %d", lake.TopicName(tbl.Identifier()), changelog.PropPartitions, v, MaxPartitions)
+	}
+	return int32(n), nil
+}

@@ -1,0 +1,20 @@
+// Package produce writes what Kafka producers send into lake tables: it
+// owns the raw topics' tables (CreateRawTopic: one row per Kafka record,
+// partitioned by Kafka partition, changelog/raw_table.go), the group
+// commit of every table lakegw takes produced records for (one writer
+// goroutine per table batches every producer's records into one Iceberg
+// commit per commit interval and assigns their offsets in commit order),
+// and idempotent producers' sequence state (producers.go), which each
+// commit carries in its snapshot summary so that a restarted gateway still
+// recognises a retried batch.
+//
+// A batch is acknowledged only when the Iceberg commit holding it has
+// succeeded; a commit that fails fails every batch waiting on the table
+// with ErrCommitFailed (retriable) and nothing of it is visible.
+//
+// It knows Kafka's record model (partitions, offsets, producer ids,
+// sequences) but not its wire format: protocol/ decodes requests into
+// Batches and maps the errors here to Kafka error codes. It may import
+// changelog/ and lake/; it must not import protocol/, fetch/, topics/,
+// offsets/ or derive/ (consumers are woken through Config.OnCommit).
+package produce

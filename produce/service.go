@@ -1,0 +1,235 @@
+package produce
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/rs/zerolog"
+	"golang.org/x/sync/semaphore"
+
+	"github.com/lakegw/lakegw/changelog"
+	"github.com/lakegw/lakegw/lake"
+)
+
+// Config configures the produce path.
+type Config struct {
+	// CommitInterval is the least time between two commits of a table:
+	// what a produced record waits at most for its group (default 200ms).
+	CommitInterval time.Duration
+	// MaxCommitBytes commits a group at once when it holds this much
+	// (default 32 MiB).
+	MaxCommitBytes int64
+	// MaxPendingBytes bounds the produced bytes held in memory across all
+	// tables until their commit; a request waits for room (Kafka's
+	// throttling) rather than growing it (default 256 MiB).
+	MaxPendingBytes int64
+	// OnCommit is called with the topic after each commit, to wake its
+	// consumers on this gateway.
+	OnCommit func(topic string)
+	Log      zerolog.Logger
+}
+
+// Defaults for Config.
+const (
+	DefaultCommitInterval  = 200 * time.Millisecond
+	DefaultMaxCommitBytes  = 32 << 20
+	DefaultMaxPendingBytes = 256 << 20
+)
+
+// Service takes produced records for the tables of one catalog. Its
+// writers run until the context given to New ends; Wait waits for them.
+type Service struct {
+	cat     catalog.Catalog
+	cfg     Config
+	ctx     context.Context
+	pending *semaphore.Weighted
+
+	mu      sync.Mutex
+	writers map[string]*writer // one per raw topic produced to: bounded by the tables
+	wg      sync.WaitGroup
+}
+
+// New returns a Service whose writers live as long as ctx.
+func New(ctx context.Context, cat catalog.Catalog, cfg Config) *Service {
+	if cfg.CommitInterval <= 0 {
+		cfg.CommitInterval = DefaultCommitInterval
+	}
+	if cfg.MaxCommitBytes <= 0 {
+		cfg.MaxCommitBytes = DefaultMaxCommitBytes
+	}
+	if cfg.MaxPendingBytes <= 0 {
+		cfg.MaxPendingBytes = DefaultMaxPendingBytes
+	}
+	return &Service{cat: cat, cfg: cfg, ctx: ctx, pending: semaphore.NewWeighted(cfg.MaxPendingBytes), writers: map[string]*writer{}}
+}
+
+// Wait returns once every writer has stopped (after New's context ended).
+func (s *Service) Wait() { s.wg.Wait() }
+
+// InitProducerID hands out a new idempotent producer id, epoch 0. Ids are
+// random 63-bit numbers: unique across restarts and gateways without any
+// shared counter.
+func (s *Service) InitProducerID() (int64, int16, error) {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return 0, 0, fmt.Errorf("producer id: %w", err)
+	}
+	return int64(binary.BigEndian.Uint64(b[:]) >> 1), 0, nil
+}
+
+// Produce writes batches to topic and returns each one's result once the
+// commit holding it has succeeded (or failed), or ctx ended (the batch may
+// still be committed: an idempotent producer's retry is recognised).
+// throttled is how long the request waited for memory.
+func (s *Service) Produce(ctx context.Context, topic string, batches []Batch) (results []Result, throttled time.Duration) {
+	return s.Submit(ctx, topic, batches).Wait(ctx)
+}
+
+// Submitted is a produce request whose batches were checked and queued
+// for their commit (Submit); Wait waits for it.
+type Submitted struct {
+	results   []Result
+	tickets   []*ticket
+	throttled time.Duration
+}
+
+// Submit checks every batch (partition, producer sequence) and queues the
+// accepted ones for their table's next commit, without waiting for it.
+// Batches of one producer must be submitted in the order it sent them:
+// protocol/ submits a connection's produce requests in request order.
+func (s *Service) Submit(ctx context.Context, topic string, batches []Batch) *Submitted {
+	sub := &Submitted{results: make([]Result, len(batches)), tickets: make([]*ticket, len(batches))}
+	w, err := s.writer(ctx, topic)
+	if err != nil {
+		for i := range sub.results {
+			sub.results[i] = Result{BaseOffset: -1, Err: err}
+		}
+		return sub
+	}
+	for i := range batches {
+		b := &batches[i]
+		if b.Partition < 0 || b.Partition >= w.partitions {
+			sub.results[i] = Result{BaseOffset: -1, Err: fmt.Errorf("%w: %s has %d partitions, not %d", ErrUnknownPartition, topic, w.partitions, b.Partition)}
+			continue
+		}
+		if len(b.Records) == 0 {
+			sub.results[i] = Result{BaseOffset: -1, Err: fmt.Errorf("%w: a batch without records", ErrInvalidRecord)}
+			continue
+		}
+		t := newTicket(b)
+		t.size = min(t.size, s.cfg.MaxPendingBytes)
+		start := time.Now()
+		if err := s.pending.Acquire(ctx, t.size); err != nil {
+			sub.results[i] = Result{BaseOffset: -1, Err: err}
+			continue
+		}
+		sub.throttled += time.Since(start)
+		w.mu.Lock()
+		dup, err := w.seq.accept(b, t, time.Now())
+		if err != nil || dup != nil {
+			w.mu.Unlock()
+			s.release(t.size)
+			switch {
+			case err != nil:
+				sub.results[i] = Result{BaseOffset: -1, Err: err}
+			case dup.pending == nil:
+				sub.results[i] = Result{BaseOffset: dup.offset}
+			default:
+				sub.tickets[i] = dup.pending // a retry of a batch still being committed
+			}
+			continue
+		}
+		w.queue = append(w.queue, t)
+		w.queued += t.size
+		w.mu.Unlock()
+		sub.tickets[i] = t
+		select {
+		case w.wake <- struct{}{}:
+		default:
+		}
+	}
+	return sub
+}
+
+// Wait returns each batch's result once the commit holding it has
+// succeeded or failed, or ctx ended (then the batch may still be
+// committed), and how long the request waited for memory.
+func (sub *Submitted) Wait(ctx context.Context) ([]Result, time.Duration) {
+	for i, t := range sub.tickets {
+		if t == nil {
+			continue
+		}
+		select {
+		case <-t.done:
+			sub.results[i] = t.res
+		case <-ctx.Done():
+			sub.results[i] = Result{BaseOffset: -1, Err: ctx.Err()}
+		}
+	}
+	return sub.results, sub.throttled
+}
+
+// CheckTopic says whether topic takes records (nil), and if not why
+// (ErrUnknownTopic, ErrReadOnly), before its records are decoded.
+func (s *Service) CheckTopic(ctx context.Context, topic string) error {
+	_, err := s.writer(ctx, topic)
+	return err
+}
+
+func (s *Service) release(n int64) { s.pending.Release(n) }
+
+// writer returns the writer of topic, starting it (and restoring its
+// producers' state from the table) on first use.
+func (s *Service) writer(ctx context.Context, topic string) (*writer, error) {
+	s.mu.Lock()
+	w, ok := s.writers[topic]
+	s.mu.Unlock()
+	if ok {
+		return w, nil
+	}
+	if s.ctx.Err() != nil {
+		return nil, ErrClosed
+	}
+	ident, err := lake.TopicIdent(topic)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnknownTopic, err)
+	}
+	tbl, err := s.cat.LoadTable(ctx, ident)
+	if errors.Is(err, catalog.ErrNoSuchTable) {
+		return nil, fmt.Errorf("%w: %s", ErrUnknownTopic, topic)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load %s: %w", topic, err)
+	}
+	if !changelog.IsRawTable(tbl.Properties()) {
+		return nil, fmt.Errorf("%w: %s serves the changes of an Iceberg table; write to the table instead", ErrReadOnly, topic)
+	}
+	partitions, err := rawPartitions(tbl)
+	if err != nil {
+		return nil, err
+	}
+	seq, err := restore(tbl)
+	if err != nil {
+		return nil, fmt.Errorf("producer state of %s: %w", topic, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if w, ok := s.writers[topic]; ok {
+		return w, nil
+	}
+	w = &writer{svc: s, topic: topic, ident: ident, partitions: partitions, seq: seq, tbl: tbl,
+		log: s.cfg.Log.With().Str("topic", topic).Logger(), wake: make(chan struct{}, 1), done: make(chan struct{})}
+	s.writers[topic] = w
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		w.run(s.ctx)
+	}()
+	return w, nil
+}

@@ -1,0 +1,22 @@
+package produce
+
+// ticket is one accepted batch waiting for the commit that holds it.
+type ticket struct {
+	batch *Batch
+	size  int64
+	done  chan struct{}
+	res   Result
+}
+
+func newTicket(b *Batch) *ticket {
+	return &ticket{batch: b, size: b.size(), done: make(chan struct{})}
+}
+
+// finish sets the outcome and wakes the request waiting on it.
+func (t *ticket) finish(offset int64, err error) {
+	t.res = Result{BaseOffset: offset, Err: err}
+	if err != nil {
+		t.res.BaseOffset = -1
+	}
+	close(t.done)
+}

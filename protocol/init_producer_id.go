@@ -1,0 +1,49 @@
+package protocol
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// InitProducerId (key 22)
+//
+// v1: nothing new. v2: flexible. v3: producer id and epoch in the
+// request, to bump the epoch of a producer that lost its sequence state
+// (KIP-360). v4: PRODUCER_FENCED. v5: nothing new (KIP-890). An idempotent
+// producer gets a fresh id (produce.Service.InitProducerID); a
+// transactional one is refused until transactions exist.
+func init() { register(kmsg.InitProducerID, 0, 5, handleInitProducerID) }
+
+func handleInitProducerID(_ context.Context, c *conn, req *kmsg.InitProducerIDRequest) (kmsg.Response, error) {
+	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
+	resp.ProducerID, resp.ProducerEpoch = -1, -1
+	switch {
+	case c.s.produce == nil:
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+	case req.TransactionalID != nil:
+		// Kafka clients treat this as fatal for a transactional producer
+		// and say so; transactions are the next step.
+		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+	case req.ProducerID >= 0 && req.ProducerEpoch >= 0:
+		// KIP-360: the producer keeps its id under the next epoch, and
+		// its sequences restart at 0 there.
+		if req.ProducerEpoch == 32767 {
+			pid, epoch, err := c.s.produce.InitProducerID()
+			if err != nil {
+				return nil, err
+			}
+			resp.ProducerID, resp.ProducerEpoch = pid, epoch
+			break
+		}
+		resp.ProducerID, resp.ProducerEpoch = req.ProducerID, req.ProducerEpoch+1
+	default:
+		pid, epoch, err := c.s.produce.InitProducerID()
+		if err != nil {
+			return nil, err
+		}
+		resp.ProducerID, resp.ProducerEpoch = pid, epoch
+	}
+	return resp, nil
+}
