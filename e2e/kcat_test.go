@@ -78,9 +78,16 @@ var librdkafkaError = regexp.MustCompile(`(?m)^(%[0-3]\|.*|% ERROR.*)$`)
 
 func runClientErr(t *testing.T, name string, args ...string) (stdout, stderr []byte, err error) {
 	t.Helper()
+	return runClientStdin(t, "", name, args...)
+}
+
+// runClientStdin is runClientErr with stdin fed to the process.
+func runClientStdin(t *testing.T, stdin, name string, args ...string) (stdout, stderr []byte, err error) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), clientTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Stdin = strings.NewReader(stdin)
 	cmd.WaitDelay = 2 * time.Second
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

@@ -5,12 +5,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/apache/iceberg-go/table"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/lakegw/lakegw/lake"
 )
 
 // producedRecord is what a test produced and expects back.
@@ -166,5 +170,101 @@ func TestProduceToReadOnlyTopicIsRefused(t *testing.T) {
 	resp, err := adm.CreateTopics(ctx, 1, 1, map[string]*string{"lakegw.primary-key": kadm.StringPtr("id")}, "pk_topic")
 	if err != nil || resp["pk_topic"].Err != kerr.InvalidConfig {
 		t.Fatalf("create table topic: %v %v, want INVALID_CONFIG", err, resp["pk_topic"].Err)
+	}
+}
+
+// A raw topic keeps every record at its offset when maintenance expires
+// the snapshots that added them: a consumer from earliest still reads the
+// whole topic (its compacted prefix is the records themselves), and one
+// mid-way reads on without a record twice.
+func TestProducedRecordsOutliveSnapshotExpiry(t *testing.T) {
+	dir := t.TempDir()
+	g := startGateway(t, dir, "", "--commit-interval", "20ms", "--maintain-interval", "300ms")
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	const topic, partitions = "expiring", 2
+	adm := kadm.NewClient(mustClient(t, g.addr))
+	if resp, err := adm.CreateTopics(ctx, partitions, 1, nil, topic); err != nil || resp[topic].Err != nil {
+		t.Fatalf("create topic: %v %v", err, resp[topic].Err)
+	}
+	cat, err := lake.OpenCatalog(ctx, dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ident := table.Identifier{lake.BareNamespace, topic}
+	setTableProps(t, cat, ident, map[string]string{table.MinSnapshotsToKeepKey: "2", table.MaxSnapshotAgeMsKey: "1"})
+	prod, err := kgo.NewClient(kgo.SeedBrokers(g.addr), kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	var produced []*kgo.Record
+	for round := range 12 {
+		recs := rawRecords(topic, 40, partitions, round)
+		for _, r := range recs {
+			r.Partition = 0
+		}
+		if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		produced = append(produced, recs...)
+	}
+	// A consumer reads the first rounds before the expiry, the rest after.
+	mid, err := kgo.NewClient(kgo.SeedBrokers(g.addr),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}), kgo.FetchMaxBytes(2000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mid.Close()
+	midRead := consumeN(t, mid, 100, 30*time.Second)
+	if len(midRead) >= len(produced)/2 {
+		t.Fatalf("the consumer read %d of %d records before the expiry: it must stop early to read across it", len(midRead), len(produced))
+	}
+	// Wait until maintenance has expired the snapshots of most rounds.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		tbl, err := cat.LoadTable(ctx, ident)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(tbl.Metadata().Snapshots()); n <= 4 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the table still has %d snapshots: maintenance expired none\n%s", len(tbl.Metadata().Snapshots()), g.Logs())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, l := range strings.Split(g.Logs(), "\n") {
+				if strings.Contains(l, `"level":"warn"`) || strings.Contains(l, `"level":"error"`) || strings.Contains(l, "prefix") {
+					t.Log(l)
+				}
+			}
+		}
+	})
+	got := consumeAllOf(t, g.addr, topic, len(produced))
+	for i, r := range got {
+		w := produced[i]
+		if r.Offset != w.Offset || !sameBytes(r.Key, w.Key) || !sameBytes(r.Value, w.Value) || !r.Timestamp.Equal(w.Timestamp) {
+			t.Fatalf("after expiry, record %d: offset %d key %q value %q, produced offset %d key %q value %q",
+				i, r.Offset, r.Key, r.Value, w.Offset, w.Key, w.Value)
+		}
+	}
+	for len(midRead) < len(produced) {
+		midRead = append(midRead, consumeN(t, mid, 1, 30*time.Second)...)
+	}
+	for i, r := range midRead {
+		if r.Offset != int64(i) {
+			t.Fatalf("the consumer reading across the expiry read offset %d as its record %d: records were read twice or skipped", r.Offset, i)
+		}
+	}
+	// Restarted, the gateway rebuilds the same offsets from the table.
+	g.stop()
+	g2 := startGateway(t, dir, "")
+	again := consumeAllOf(t, g2.addr, topic, len(produced))
+	if again[len(again)-1].Offset != produced[len(produced)-1].Offset || !sameBytes(again[7].Value, produced[7].Value) {
+		t.Fatalf("after restart: last offset %d, want %d", again[len(again)-1].Offset, produced[len(produced)-1].Offset)
 	}
 }
