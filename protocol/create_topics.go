@@ -36,6 +36,9 @@ func handleCreateTopics(ctx context.Context, c *conn, req *kmsg.CreateTopicsRequ
 		rt.Topic = t.Topic
 		rt.NumPartitions = max(t.NumPartitions, 1)
 		rt.ReplicationFactor = 1
+		// Non-null from v5: the Java admin client streams over it. The
+		// topic's configs are DescribeConfigs' to tell.
+		rt.Configs = []kmsg.CreateTopicsResponseTopicConfig{}
 		err := createTopic(ctx, c, req, t)
 		if err != nil {
 			var be *batchError
