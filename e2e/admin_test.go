@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
@@ -136,16 +137,25 @@ func topicConfigs(t *testing.T, adm *kadm.Client, topic string) map[string]strin
 func setTableProps(t *testing.T, cat catalog.Catalog, ident table.Identifier, props map[string]string) {
 	t.Helper()
 	ctx := context.Background()
-	tbl, err := cat.LoadTable(ctx, ident)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tx := tbl.NewTransaction()
-	if err := tx.SetProperties(props); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Commit(ctx); err != nil {
-		t.Fatalf("set properties of %v: %v", ident, err)
+	// The gateway's own commits (a producer, maintenance) may land in
+	// between: reload and try again, as any writer does.
+	for attempt := 1; ; attempt++ {
+		tbl, err := cat.LoadTable(ctx, ident)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tx := tbl.NewTransaction()
+		if err := tx.SetProperties(props); err != nil {
+			t.Fatal(err)
+		}
+		_, err = tx.Commit(ctx)
+		if err == nil {
+			return
+		}
+		if attempt >= 20 {
+			t.Fatalf("set properties of %v: %v", ident, err)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 

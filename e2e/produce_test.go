@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/lakegw/lakegw/lake"
 )
@@ -192,14 +194,13 @@ func TestProducedRecordsOutliveSnapshotExpiry(t *testing.T) {
 		t.Fatal(err)
 	}
 	ident := table.Identifier{lake.BareNamespace, topic}
-	setTableProps(t, cat, ident, map[string]string{table.MinSnapshotsToKeepKey: "2", table.MaxSnapshotAgeMsKey: "1"})
 	prod, err := kgo.NewClient(kgo.SeedBrokers(g.addr), kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer prod.Close()
 	var produced []*kgo.Record
-	for round := range 12 {
+	for round := range 30 {
 		recs := rawRecords(topic, 40, partitions, round)
 		for _, r := range recs {
 			r.Partition = 0
@@ -217,9 +218,12 @@ func TestProducedRecordsOutliveSnapshotExpiry(t *testing.T) {
 	}
 	defer mid.Close()
 	midRead := consumeN(t, mid, 100, 30*time.Second)
-	if len(midRead) >= len(produced)/2 {
+	if len(midRead) >= len(produced)*3/4 {
 		t.Fatalf("the consumer read %d of %d records before the expiry: it must stop early to read across it", len(midRead), len(produced))
 	}
+	// Only now may maintenance expire the snapshots (a raw topic keeps
+	// two minutes of them by default).
+	setTableProps(t, cat, ident, map[string]string{table.MinSnapshotsToKeepKey: "2", table.MaxSnapshotAgeMsKey: "1"})
 	// Wait until maintenance has expired the snapshots of most rounds.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -237,8 +241,14 @@ func TestProducedRecordsOutliveSnapshotExpiry(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
+			for _, off := range []int64{0, 200, 240, 1000} {
+				p := rawFetch(t, mustClient(t, g.addr), topic, off, 12)
+				var rb kmsg.RecordBatch
+				_ = rb.ReadFrom(p.RecordBatches)
+				t.Logf("DEBUG fetch %d: err %d hw %d bytes %d first batch base %d epoch %d last delta %d", off, p.ErrorCode, p.HighWatermark, len(p.RecordBatches), rb.FirstOffset, rb.PartitionLeaderEpoch, rb.LastOffsetDelta)
+			}
 			for _, l := range strings.Split(g.Logs(), "\n") {
-				if strings.Contains(l, `"level":"warn"`) || strings.Contains(l, `"level":"error"`) || strings.Contains(l, "prefix") {
+				if strings.Contains(l, `"level":"warn"`) || strings.Contains(l, `"level":"error"`) || strings.Contains(l, "prefix") || strings.Contains(l, "rror") {
 					t.Log(l)
 				}
 			}
@@ -267,4 +277,73 @@ func TestProducedRecordsOutliveSnapshotExpiry(t *testing.T) {
 	if again[len(again)-1].Offset != produced[len(produced)-1].Offset || !sameBytes(again[7].Value, produced[7].Value) {
 		t.Fatalf("after restart: last offset %d, want %d", again[len(again)-1].Offset, produced[len(produced)-1].Offset)
 	}
+}
+
+// Maintenance merges a raw topic's small files (one per partition per
+// commit) while producers keep writing, and every record stays where it
+// was.
+func TestProducedSmallFilesAreMerged(t *testing.T) {
+	dir := t.TempDir()
+	g := startGateway(t, dir, "", "--commit-interval", "10ms", "--maintain-interval", "500ms")
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	const topic = "merged"
+	createRawTopic(t, g.addr, topic, 1)
+	prod, err := kgo.NewClient(kgo.SeedBrokers(g.addr), kgo.DefaultProduceTopic(topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	var produced []*kgo.Record
+	for round := range 60 {
+		recs := rawRecords(topic, 20, 1, round)
+		if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		produced = append(produced, recs...)
+	}
+	cat, err := lake.OpenCatalog(ctx, dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Producing goes on while maintenance merges.
+	more := make(chan error, 1)
+	go func() {
+		for round := 60; round < 120; round++ {
+			recs := rawRecords(topic, 20, 1, round)
+			if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+				more <- err
+				return
+			}
+			produced = append(produced, recs...)
+			time.Sleep(20 * time.Millisecond)
+		}
+		more <- nil
+	}()
+	merged := false
+	for deadline := time.Now().Add(30 * time.Second); !merged && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		merged = strings.Contains(g.Logs(), "merged a raw topic's small files")
+	}
+	if err := <-more; err != nil {
+		t.Fatal(err)
+	}
+	if !merged {
+		t.Fatalf("maintenance merged no small files\n%s", tail(g.Logs(), 3000))
+	}
+	tbl, err := cat.LoadTable(ctx, table.Identifier{lake.BareNamespace, topic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, _ := strconv.Atoi(tbl.CurrentSnapshot().Summary.Properties["total-data-files"])
+	if files >= 100 {
+		t.Fatalf("%d data files after merging 120 commits' worth", files)
+	}
+	got := consumeAllOf(t, g.addr, topic, len(produced))
+	for i, r := range got {
+		w := produced[i]
+		if r.Offset != int64(i) || !sameBytes(r.Key, w.Key) || !sameBytes(r.Value, w.Value) || !r.Timestamp.Equal(w.Timestamp) {
+			t.Fatalf("after merging, offset %d: key %q value %q, produced key %q value %q", r.Offset, r.Key, r.Value, w.Key, w.Value)
+		}
+	}
+	t.Logf("%d records in %d data files after merging", len(produced), files)
 }

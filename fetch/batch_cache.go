@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/lakegw/lakegw/internal/sizedlru"
+	"github.com/lakegw/lakegw/offsets"
 	"github.com/lakegw/lakegw/topics"
 )
 
@@ -24,13 +25,19 @@ type batchKey struct {
 	// once the topic's lakegw.batch-records changes.
 	batchRecords int
 	compression  string
+	// segment names the segment the batch was cut from: batches are cut
+	// from a segment's base, so a merged prefix of a raw topic, which
+	// keeps its offsets and epoch (offsets.Index.MergePrefix), cuts other
+	// batches at the same bases than the snapshots it replaced.
+	segmentSnapshot int64
+	segmentKind     offsets.SegmentKind
 }
 
-// batchKeyOf names the batch at base of partition p of t, written under
-// enc and epoch with compression.
-func batchKeyOf(t *topics.Topic, enc *topics.Encoding, p, epoch int32, base int64, compression string) batchKey {
-	return batchKey{topic: t.Name, encoding: enc.Name, partition: p, epoch: epoch, baseOffset: base,
-		batchRecords: t.Config.BatchRecords, compression: compression}
+// batchKeyOf names the batch at base of segment seg of t, written under enc
+// with compression.
+func batchKeyOf(t *topics.Topic, enc *topics.Encoding, seg offsets.Segment, base int64, compression string) batchKey {
+	return batchKey{topic: t.Name, encoding: enc.Name, partition: seg.Partition, epoch: seg.Epoch, baseOffset: base,
+		batchRecords: t.Config.BatchRecords, compression: compression, segmentSnapshot: seg.SnapshotID, segmentKind: seg.Kind}
 }
 
 // batchCache is an LRU of encoded batches bounded by total bytes, shared by

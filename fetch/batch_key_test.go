@@ -3,6 +3,7 @@ package fetch
 import (
 	"testing"
 
+	"github.com/lakegw/lakegw/offsets"
 	"github.com/lakegw/lakegw/topics"
 )
 
@@ -17,13 +18,15 @@ func TestBatchKeyNamesWhatShapesTheBytes(t *testing.T) {
 		t   *topics.Topic
 		enc *topics.Encoding
 	}
+	batchKeyOfFn := batchKeyOf
 	topic := func(name, encoding string, batchRecords int) topicEnc {
 		return topicEnc{&topics.Topic{Name: name, Config: topics.TopicConfig{BatchRecords: batchRecords}}, &topics.Encoding{Name: encoding}}
 	}
 	batchKeyOf := func(te topicEnc, p, epoch int32, base int64, compression string) batchKey {
-		return batchKeyOf(te.t, te.enc, p, epoch, base, compression)
+		return batchKeyOf(te.t, te.enc, offsets.Segment{Partition: p, Epoch: epoch, SnapshotID: 7}, base, compression)
 	}
 	tp := topic("ns.t", enc, 1000)
+	keyOfSegment := func(te topicEnc, seg offsets.Segment) batchKey { return batchKeyOfFn(te.t, te.enc, seg, 2000, "none") }
 	key := batchKeyOf(tp, 0, 8, 2000, "none")
 	if batchKeyOf(tp, 0, 8, 2000, "none") != key {
 		t.Fatal("the same batch has two keys")
@@ -41,4 +44,7 @@ func TestBatchKeyNamesWhatShapesTheBytes(t *testing.T) {
 	other("batch size", batchKeyOf(topic("ns.t", enc, 500), 0, 8, 2000, "none"))
 	other("encoding", batchKeyOf(topic("ns.t", "table=u schema=0 format=upsert key= partitions=1", 1000), 0, 8, 2000, "none"))
 	other("topic", batchKeyOf(topic("ns.u", enc, 1000), 0, 8, 2000, "none"))
+	// A merged prefix keeps the offsets and epoch of the snapshots it
+	// replaces, and cuts other batches from the same bases.
+	other("segment", keyOfSegment(tp, offsets.Segment{Partition: 0, Epoch: 8, SnapshotID: 9, Kind: offsets.KindCompactedPrefix}))
 }

@@ -53,6 +53,8 @@ type diskKey struct {
 	name                uint32
 	partition, epoch    int32
 	baseOffset, records int64
+	segmentSnapshot     int64
+	segmentKind         int32
 }
 
 // diskSlot is where a batch lies: in the segment with id seg.
@@ -138,7 +140,8 @@ func (d *diskCache) keyOf(k batchKey) (diskKey, bool) {
 
 // diskKeyNamed is the index key of k under the number of its name.
 func diskKeyNamed(id uint32, k batchKey) diskKey {
-	return diskKey{name: id, partition: k.partition, epoch: k.epoch, baseOffset: k.baseOffset, records: int64(k.batchRecords)}
+	return diskKey{name: id, partition: k.partition, epoch: k.epoch, baseOffset: k.baseOffset, records: int64(k.batchRecords),
+		segmentSnapshot: k.segmentSnapshot, segmentKind: int32(k.segmentKind)}
 }
 
 // lookup returns where the batch named k is. Called with d.mu held.

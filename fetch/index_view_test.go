@@ -53,7 +53,14 @@ func TestOneIndexViewPerFetch(t *testing.T) {
 			if c, ok := own[base]; ok {
 				v = fmt.Appendf(nil, "e%d@%d+%d;", epoch, base, c)
 			}
-			r.cache.add(batchKey{topic: "ns.t", partition: 0, epoch: epoch, baseOffset: base, batchRecords: batchRecords, compression: "none"}, v, true)
+			// Snapshot 1 holds the kept offsets; the one appended under
+			// epoch the rest (2 under epoch 0 and 1, then epoch+1).
+			snapshot := max(int64(epoch)+1, 2)
+			if base < kept {
+				snapshot = 1
+			}
+			r.cache.add(batchKey{topic: "ns.t", partition: 0, epoch: epoch, baseOffset: base, batchRecords: batchRecords, compression: "none",
+				segmentSnapshot: snapshot}, v, true)
 		}
 	}
 	if err := idx.Append(ctx, []offsets.Snapshot{{SnapshotID: 1, Counts: []int64{kept}}}); err != nil {

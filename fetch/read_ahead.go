@@ -138,7 +138,7 @@ func (a *readAhead) work(t *topics.Topic, k aheadKey, st *aheadState) {
 		a.mu.Unlock()
 
 		enc := t.Encoding()
-		key := batchKeyOf(t, enc, k.partition, seg.Epoch, seg.BaseOffset+first, k.compression)
+		key := batchKeyOf(t, enc, seg, seg.BaseOffset+first, k.compression)
 		if a.r.cache.has(key) {
 			continue
 		}

@@ -148,7 +148,7 @@ func (r *Reader) read(ctx context.Context, t *topics.Topic, v *offsets.View, p i
 			return nil // at the high watermark
 		}
 		first, last := batchBounds(t, seg, offset)
-		key := batchKeyOf(t, enc, p, seg.Epoch, seg.BaseOffset+first, compression)
+		key := batchKeyOf(t, enc, seg, seg.BaseOffset+first, compression)
 		room := maxBytes - (s.n - start)
 		if s.n == start {
 			room = math.MaxInt // the first batch goes out whatever its size

@@ -41,6 +41,9 @@ func (p *pass) compact(ctx context.Context, rep *CompactionReport) error {
 		rep.Skipped = "turned off"
 		return nil
 	}
+	if tbl, err := p.cat.LoadTable(ctx, p.ident); err == nil && changelog.IsRawTable(tbl.Properties()) && tbl.CurrentSnapshot() != nil {
+		return p.compactRaw(ctx, tbl, rep)
+	}
 	c := &compaction{pass: p, rep: rep}
 	err := c.run(ctx)
 	if c.leased && !c.committed {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"time"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
@@ -17,6 +18,11 @@ import (
 
 // MaxPartitions bounds a raw topic's partitions.
 const MaxPartitions = 10000
+
+// RawSnapshotRetention is how long a raw topic's table keeps snapshots:
+// Kafka's default delivery.timeout.ms, the longest a producer retries a
+// batch, so a retry after a restart still finds its sequence state.
+const RawSnapshotRetention = 2 * time.Minute
 
 // legalTopic is Kafka's rule for topic names.
 var legalTopic = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,249}$`)
@@ -43,8 +49,14 @@ func (s *Service) CreateRawTopic(ctx context.Context, topic string, partitions i
 		// Maintained by the gateway (expiry, manifests, orphans): it
 		// commits every few hundred milliseconds.
 		changelog.PropMaintenanceEnabled: "true",
-		table.ParquetCompressionKey:      "zstd",
-		table.PropertyFormatVersion:      "2",
+		// A raw topic reads its records by offset from live files, never
+		// from a snapshot: snapshots are kept only as long as a
+		// producer's retry may still need the sequence state they carry
+		// (Kafka's delivery.timeout.ms), so the metadata every commit
+		// rewrites stays small at ten commits a second.
+		table.MaxSnapshotAgeMsKey:   strconv.FormatInt(RawSnapshotRetention.Milliseconds(), 10),
+		table.ParquetCompressionKey: "zstd",
+		table.PropertyFormatVersion: "2",
 	}
 	for k, v := range configs {
 		if !topicConfigs[k] {

@@ -20,7 +20,7 @@ import (
 // Config configures the produce path.
 type Config struct {
 	// CommitInterval is the least time between two commits of a table:
-	// what a produced record waits at most for its group (default 200ms).
+	// what a produced record waits at most for its group (default 100ms).
 	CommitInterval time.Duration
 	// MaxCommitBytes commits a group at once when it holds this much
 	// (default 32 MiB).
@@ -37,7 +37,11 @@ type Config struct {
 
 // Defaults for Config.
 const (
-	DefaultCommitInterval  = 200 * time.Millisecond
+	// DefaultCommitInterval: at most ten commits a second per table; a
+	// default idempotent franz-go producer (10,000 records buffered, 5
+	// requests in flight) reaches about 0.6x a local Kafka broker's rate
+	// with it, 0.3x with 200 ms (make bench-quick).
+	DefaultCommitInterval  = 100 * time.Millisecond
 	DefaultMaxCommitBytes  = 32 << 20
 	DefaultMaxPendingBytes = 256 << 20
 )

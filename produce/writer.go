@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"iter"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -144,7 +143,7 @@ func (w *writer) commit(ctx context.Context, group []*ticket) (bases []int64, sn
 				return nil, 0, fmt.Errorf("load %s: %w", w.topic, err)
 			}
 		}
-		ends, err := rawEnds(tbl, w.partitions)
+		ends, err := rawEnds(ctx, tbl, w.partitions)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -287,17 +286,10 @@ func (w *writer) failQueued(err error) {
 }
 
 // rawEnds is the end offset of every partition at tbl's head.
-func rawEnds(tbl *table.Table, partitions int32) ([]int64, error) {
-	snap := tbl.CurrentSnapshot()
-	if snap == nil {
-		return make([]int64, partitions), nil
-	}
-	ends, ok, err := changelog.LSMEnds(tbl.Metadata(), snap, int(partitions))
+func rawEnds(ctx context.Context, tbl *table.Table, partitions int32) ([]int64, error) {
+	ends, err := changelog.RawEnds(ctx, tbl, tbl.CurrentSnapshot(), int(partitions))
 	if err != nil {
-		return nil, fmt.Errorf("end offsets of %s: %w", strconv.Quote(lake.TopicName(tbl.Identifier())), err)
-	}
-	if !ok {
-		return nil, fmt.Errorf("end offsets of %s are unknown: its snapshots record none", lake.TopicName(tbl.Identifier()))
+		return nil, fmt.Errorf("end offsets of %s: %w", lake.TopicName(tbl.Identifier()), err)
 	}
 	return ends, nil
 }

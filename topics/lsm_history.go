@@ -103,12 +103,18 @@ func (w *watcher) startAt(ctx context.Context, tbl *table.Table, ref changelog.S
 // records for ref; ok is false for any other table, or one whose ends are
 // unknown.
 func (w *watcher) tableEnds(tbl *table.Table, ref changelog.SnapshotRef) ([]int64, bool, error) {
-	if props := tbl.Properties(); !changelog.IsLSMTable(props) && !changelog.IsRawTable(props) {
+	props := tbl.Properties()
+	if !changelog.IsLSMTable(props) && !changelog.IsRawTable(props) {
 		return nil, false, nil
 	}
 	s := tbl.Metadata().SnapshotByID(ref.SnapshotID)
 	if s == nil {
 		return nil, false, nil
+	}
+	if changelog.IsRawTable(props) {
+		// Always known: the data say it when the summaries do not.
+		ends, err := changelog.RawEnds(w.ctx, tbl, s, int(w.topic.Index.Partitions()))
+		return ends, err == nil, err
 	}
 	return changelog.LSMEnds(tbl.Metadata(), s, int(w.topic.Index.Partitions()))
 }

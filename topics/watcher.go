@@ -693,6 +693,11 @@ func (w *watcher) compactExpired(ctx context.Context, tbl *table.Table, indexed 
 		return err
 	}
 	n, err := w.addPrefix(ctx, tbl, ref, "compacted prefix", func(counts []int64) error {
+		if t.raw != nil {
+			// The same records at the same offsets: no consumer is
+			// truncated.
+			return t.Index.MergePrefix(ctx, expired, counts)
+		}
 		if known {
 			return t.Index.CompactPrefixUnder(ctx, expired, counts, prefixEpoch(ref))
 		}

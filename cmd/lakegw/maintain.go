@@ -89,7 +89,13 @@ func runMaintainer(ctx context.Context, cat catalog.Catalog, reg *topics.Registr
 				continue
 			}
 			done[key] = true
-			opts := maintain.Options{Log: log, Topic: t.Name, Pin: tablePins(reg, t.Ident, pins), Retention: retentionFor(cat, tbl, log),
+			pin := tablePins(reg, t.Ident, pins)
+			if changelog.IsRawTable(tbl.Properties()) {
+				// A raw topic's records stay readable after expiry (they
+				// are read by offset from live files): nothing to pin.
+				pin = nil
+			}
+			opts := maintain.Options{Log: log, Topic: t.Name, Pin: pin, Retention: retentionFor(cat, tbl, log),
 				SkipOrphans: time.Since(lastOrphans[key]) < orphanEvery, Manifests: manifests}
 			rep, err := maintain.Run(ctx, cat, t.Ident, opts)
 			if err != nil {

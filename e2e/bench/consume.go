@@ -202,7 +202,7 @@ func waitEndOffset(ctx context.Context, addr, topic string, want int64, timeout 
 // copyToKafka reads every record of topic from lakegw and produces it to
 // Kafka unchanged (key, value, headers, timestamp), into one partition.
 func copyToKafka(ctx context.Context, gwAddr, kafkaAddr, topic string, n int64) (consumeResult, error) {
-	cl, err := newProducer(ctx, kafkaAddr, topic)
+	cl, err := newProducer(ctx, kafkaAddr, topic, 1)
 	if err != nil {
 		return consumeResult{}, err
 	}
@@ -237,15 +237,19 @@ func copyToKafka(ctx context.Context, gwAddr, kafkaAddr, topic string, n int64) 
 // newProducer returns a producer of topic with the settings of the copy:
 // no compression (lakegw serves uncompressed batches by default), creating
 // the topic with one partition if it does not exist.
-func newProducer(ctx context.Context, addr, topic string) (*kgo.Client, error) {
+func newProducer(ctx context.Context, addr, topic string, partitions int32) (*kgo.Client, error) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ProducerBatchCompression(kgo.NoCompression()),
 		kgo.ProducerLinger(5*time.Millisecond), kgo.DefaultProduceTopic(topic))
 	if err != nil {
 		return nil, err
 	}
-	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, nil, topic); err != nil {
+	resp, err := kadm.NewClient(cl).CreateTopic(ctx, partitions, 1, nil, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
 		cl.Close()
-		return nil, fmt.Errorf("create kafka topic %s: %w", topic, err)
+		return nil, fmt.Errorf("create topic %s: %w", topic, err)
 	}
 	return cl, nil
 }

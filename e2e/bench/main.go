@@ -56,18 +56,20 @@ type config struct {
 	fanout        []int
 	fanoutRecords int64
 	freshSamples  int
-	out           string
-	work          string
-	keep          bool
-	lakegwBin     string
-	kafkaScript   string
-	verbose       bool
-	tableProps    iceberg.Properties
-	gatewayEnv    []string
-	gatewayFlags  []string
-	profile       string
-	java          bool
-	lsm           bool
+	// produceRecords is the records of each produce pass (0: none).
+	produceRecords int64
+	out            string
+	work           string
+	keep           bool
+	lakegwBin      string
+	kafkaScript    string
+	verbose        bool
+	tableProps     iceberg.Properties
+	gatewayEnv     []string
+	gatewayFlags   []string
+	profile        string
+	java           bool
+	lsm            bool
 }
 
 func main() {
@@ -81,6 +83,7 @@ func main() {
 	flag.StringVar(&fanout, "fanout", "1,10,100", "concurrent consumer counts")
 	flag.Int64Var(&c.fanoutRecords, "fanout-records", 0, "records each fan-out consumer reads (default min(records, 50000))")
 	flag.IntVar(&c.freshSamples, "fresh-samples", 40, "commit-to-consume samples per system")
+	flag.Int64Var(&c.produceRecords, "produce-records", -1, "records of each produce pass (Kafka and a lakegw raw topic, same franz-go producer, acks=all); default min(records, 1000000); 0: no produce passes")
 	flag.StringVar(&c.out, "out", "", "directory for results.md and results.csv (default: the work directory)")
 	flag.StringVar(&c.work, "work", "", "work directory (default: a new temporary directory, removed at the end unless -keep)")
 	flag.BoolVar(&c.keep, "keep", false, "keep the work directory")
@@ -128,6 +131,9 @@ func main() {
 	}
 	if c.fanoutRecords <= 0 {
 		c.fanoutRecords = min(c.records, 50_000)
+	}
+	if c.produceRecords < 0 {
+		c.produceRecords = min(c.records, 1_000_000)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -224,7 +230,7 @@ func run(ctx context.Context, c config) (err error) {
 	}
 	logf("wrote %s: %d change records in %d snapshots, %d data files, in %v", mainTopic, total, gen.Snapshots, len(gen.DataFiles), wrote.Round(time.Millisecond))
 
-	r := &results{cfg: c, total: total, snapshots: gen.Snapshots}
+	r := &results{cfg: c, total: total, snapshots: gen.Snapshots, produce: map[string][]row{}}
 	if lt := tabs.lsm; lt != nil {
 		logf("wrote %s: %d change records in %d commits, %d compactions, in %v", lsmTopic, lt.Changes, lt.Commits, lt.Compactions, lt.Elapsed.Round(time.Millisecond))
 		r.lsmCommits, r.lsmCompactions = lt.Commits, lt.Compactions
@@ -345,6 +351,12 @@ func run(ctx context.Context, c config) (err error) {
 		r.addRep("floor", rep, fl, 0)
 		logf("rep %d: kafka %.0f rec/s, lakegw cold %.0f, warm %.0f, parquet floor %.0f", rep+1,
 			kr.recsPerSec(), cold.recsPerSec(), warm.recsPerSec(), fl.recsPerSec())
+	}
+
+	if c.produceRecords > 0 {
+		if err := producePasses(ctx, c, r, kafka, g, dataDir); err != nil {
+			return err
+		}
 	}
 
 	if c.profile != "" {
@@ -492,7 +504,7 @@ func fanOut(ctx context.Context, p *procs.Proc, n int, records int64) (fanResult
 // kafkaFreshness produces 10 records at a time (as lakegw's freshness
 // snapshots hold 10 changes) and times produce-to-consume.
 func kafkaFreshness(ctx context.Context, addr string, samples int) (latencies, error) {
-	cl, err := newProducer(ctx, addr, freshTopic)
+	cl, err := newProducer(ctx, addr, freshTopic, 1)
 	if err != nil {
 		return latencies{}, err
 	}

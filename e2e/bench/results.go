@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/csv"
 	"fmt"
 	"io"
@@ -54,6 +55,24 @@ type results struct {
 	lsmDigest      uint64
 	lsmCommits     int
 	lsmCompactions int
+
+	// produce holds the produce passes by server ("kafka", "lakegw");
+	// produceFiles and produceFileBytes the data files of lakegw's first
+	// produce pass; produceFresh lakegw's produce-to-consume.
+	produce          map[string][]row
+	produceFiles     int
+	produceFileBytes int64
+	produceFresh     latencies
+}
+
+// produceMedian is the produce pass of server with the median records/s.
+func (r *results) produceMedian(server string) row {
+	rows := slices.Clone(r.produce[server])
+	if len(rows) == 0 {
+		return row{}
+	}
+	slices.SortFunc(rows, func(a, b row) int { return cmp.Compare(a.res.recsPerSec(), b.res.recsPerSec()) })
+	return rows[len(rows)/2]
 }
 
 // lsmOn says whether bench.orders_lsm is measured.
@@ -210,6 +229,30 @@ func (r *results) write(stdout io.Writer) error {
 	fl("lakegw (--poll-interval 200ms, default)", "iceberg-go commit of a 10-change snapshot", r.freshGW)
 	fl("Kafka", "franz-go ProduceSync of 10 records (acks=all)", r.freshKafka)
 
+	pk, pl := r.produceMedian("kafka"), r.produceMedian("lakegw")
+	producing := len(r.produce["kafka"]) > 0 && len(r.produce["lakegw"]) > 0
+	var producedMB float64
+	if producing {
+		fmt.Fprintf(&md, "\n### Produce: %d records (16-byte key, about 200-byte value) to a new %d-partition topic\n\n", r.cfg.produceRecords, producePartitions)
+		fmt.Fprintf(&md, "Same franz-go producer for both (idempotent, acks=all, uncompressed, 5 ms linger); lakegw writes a raw topic "+
+			"(an Iceberg table, one row per record) with --commit-interval 200ms (default) and acknowledges a batch once its Iceberg commit succeeded. Medians of %d passes.\n\n", r.cfg.reps)
+		fmt.Fprintf(&md, "| server | records | MB | s | records/s | MB/s | server CPU s | client CPU s |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
+		for _, x := range []struct {
+			name string
+			row  row
+		}{{"Kafka", pk}, {"lakegw (raw topic)", pl}} {
+			fmt.Fprintf(&md, "| %s | %d | %.1f | %.2f | %.0f | %.1f | %.2f | %.2f |\n", x.name, x.row.res.Records, float64(x.row.res.Bytes)/1e6,
+				x.row.res.Elapsed.Seconds(), x.row.res.recsPerSec(), x.row.res.mbPerSec(), x.row.cpu, x.row.res.ClientCPU)
+			csvRow("produce", x.name, "records_per_s", x.row.res.recsPerSec(), "1/s")
+			csvRow("produce", x.name, "mb_per_s", x.row.res.mbPerSec(), "MB/s")
+			csvRow("produce", x.name, "server_cpu_s", x.row.cpu, "s")
+		}
+		producedMB = float64(pl.res.Bytes) / 1e6
+		fmt.Fprintf(&md, "\nlakegw's first produce pass wrote %d Parquet data files, %.1f MB, for %.1f MB of keys and values produced; "+
+			"produce-to-consume on lakegw (a consumer waiting at the end, 10 records per ProduceSync): p50 %.0f ms, p99 %.0f ms.\n",
+			r.produceFiles, float64(r.produceFileBytes)/1e6, producedMB, ms(percentile(r.produceFresh.EndToEnd, .5)), ms(percentile(r.produceFresh.EndToEnd, .99)))
+	}
+
 	fmt.Fprintf(&md, "\n### Fan-out: n consumers of the same %d records at once\n\n", r.cfg.fanoutRecords)
 	fmt.Fprintf(&md, "| server | consumers | s | aggregate records/s | aggregate MB/s | server CPU s | peak RSS MiB | VmHWM MiB |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, f := range r.fan {
@@ -253,6 +296,15 @@ func (r *results) write(stdout io.Writer) error {
 	add("p99_commit_to_consume_ms", ms(percentile(r.freshGW.EndToEnd, .99)))
 	add("kafka_p50_produce_to_consume_ms", ms(percentile(r.freshKafka.EndToEnd, .5)))
 	add("kafka_p99_produce_to_consume_ms", ms(percentile(r.freshKafka.EndToEnd, .99)))
+	if producing {
+		add("produce_vs_kafka", pl.res.recsPerSec()/pk.res.recsPerSec())
+		add("p50_produce_to_consume_ms", ms(percentile(r.produceFresh.EndToEnd, .5)))
+		add("p99_produce_to_consume_ms", ms(percentile(r.produceFresh.EndToEnd, .99)))
+		if producedMB > 0 {
+			add("files_per_produced_mb", float64(r.produceFiles)/producedMB)
+			add("bytes_written_per_produced_byte", float64(r.produceFileBytes)/1e6/producedMB)
+		}
+	}
 	var one, hundred float64
 	var rss100, rss100cold float64
 	for _, f := range r.fan {
