@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/lakegw/lakegw/produce"
 )
 
 type row struct {
@@ -235,7 +237,7 @@ func (r *results) write(stdout io.Writer) error {
 	if producing {
 		fmt.Fprintf(&md, "\n### Produce: %d records (16-byte key, about 200-byte value) to a new %d-partition topic\n\n", r.cfg.produceRecords, producePartitions)
 		fmt.Fprintf(&md, "Same franz-go producer for both (idempotent, acks=all, uncompressed, 5 ms linger); lakegw writes a raw topic "+
-			"(an Iceberg table, one row per record) with --commit-interval 200ms (default) and acknowledges a batch once its Iceberg commit succeeded. Medians of %d passes.\n\n", r.cfg.reps)
+			"(an Iceberg table, one row per record) with --commit-interval %v (default) and acknowledges a batch once its Iceberg commit succeeded. Medians of %d passes.\n\n", produce.DefaultCommitInterval, r.cfg.reps)
 		fmt.Fprintf(&md, "| server | records | MB | s | records/s | MB/s | server CPU s | client CPU s |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
 		for _, x := range []struct {
 			name string
