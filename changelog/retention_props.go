@@ -30,6 +30,10 @@ const (
 	// spread by key hash, murmur2.go); a lakegw LSM table's is its bucket
 	// count. Defined here, below both topics/ and lsm/, which read it.
 	PropPartitions = "lakegw.partitions"
+	// PropFormat is the record format of the table's topic (FormatByName),
+	// which a table topic's producers write in too. Defined here, below
+	// topics/ and produce/, which read it.
+	PropFormat = "lakegw.format"
 )
 
 // Retention defaults: Kafka's retention.ms (7 days) and retention.bytes

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/iceberg-go/table"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -346,4 +348,130 @@ func TestProducedSmallFilesAreMerged(t *testing.T) {
 		}
 	}
 	t.Logf("%d records in %d data files after merging", len(produced), files)
+}
+
+// A table topic made by CreateTopics (lakegw.schema, lakegw.primary-key,
+// lakegw.format=upsert) takes what Flink's upsert-kafka sink writes, and a
+// consumer of the topic reads the table's changelog: replaying it gives
+// the rows the producer left, which an Iceberg scan of the table also
+// holds. A record that does not fit the schema fails its batch with
+// INVALID_RECORD.
+func TestTableTopicTakesUpserts(t *testing.T) {
+	dir := t.TempDir()
+	g := startGateway(t, dir, "", "--commit-interval", "20ms")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	const topic = "kv.users"
+	adm := kadm.NewClient(mustClient(t, g.addr))
+	cfg := map[string]*string{"lakegw.schema": kadm.StringPtr("id long, name string, score int"),
+		"lakegw.primary-key": kadm.StringPtr("id"), "lakegw.format": kadm.StringPtr("upsert")}
+	if resp, err := adm.CreateTopics(ctx, 2, 1, cfg, topic); err != nil || resp[topic].Err != nil {
+		t.Fatalf("create table topic: %v %v", err, resp[topic].Err)
+	}
+	prod, err := kgo.NewClient(kgo.SeedBrokers(g.addr), kgo.DefaultProduceTopic(topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	want := map[int64]string{}
+	for round := range 5 {
+		var recs []*kgo.Record
+		for id := int64(0); id < 40; id++ {
+			key := []byte(fmt.Sprintf(`{"id":%d}`, id))
+			switch {
+			case (id+int64(round))%7 == 0:
+				recs = append(recs, &kgo.Record{Key: key}) // delete
+				delete(want, id)
+			default:
+				v := fmt.Sprintf(`{"id":%d,"name":"n%d-%d","score":%d}`, id, id, round, round)
+				recs = append(recs, &kgo.Record{Key: key, Value: []byte(v)})
+				want[id] = fmt.Sprintf("n%d-%d", id, round)
+			}
+		}
+		if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+	}
+	bad := prod.ProduceSync(ctx, &kgo.Record{Key: []byte(`{"id":99}`), Value: []byte(`{"id":99,"score":"lots"}`)}).FirstErr()
+	if !errors.Is(bad, kerr.InvalidRecord) {
+		t.Fatalf("a record that does not fit: %v, want INVALID_RECORD", bad)
+	}
+
+	// Replay the changelog (upsert: key, value or tombstone) of every
+	// partition.
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total int64
+	ends.Each(func(o kadm.ListedOffset) { total += o.Offset })
+	cons, err := kgo.NewClient(kgo.SeedBrokers(g.addr), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	got := map[int64]string{}
+	var read int64
+	for read < total {
+		fs := cons.PollFetches(ctx)
+		if err := fs.Err0(); err != nil {
+			t.Fatalf("consume after %d of %d: %v", read, total, err)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			read++
+			var k struct{ ID int64 }
+			if err := json.Unmarshal(r.Key, &k); err != nil {
+				t.Fatalf("changelog key %q: %v", r.Key, err)
+			}
+			if r.Value == nil {
+				delete(got, k.ID)
+				return
+			}
+			var v struct{ Name string }
+			if err := json.Unmarshal(r.Value, &v); err != nil {
+				t.Fatalf("changelog value %q: %v", r.Value, err)
+			}
+			got[k.ID] = v.Name
+		})
+	}
+	if len(got) != len(want) {
+		t.Fatalf("the changelog replays to %d rows, the producer left %d", len(got), len(want))
+	}
+	for id, name := range want {
+		if got[id] != name {
+			t.Fatalf("id %d: changelog says %q, produced %q", id, got[id], name)
+		}
+	}
+	// Any Iceberg reader sees the same table.
+	cat, err := lake.OpenCatalog(ctx, dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := cat.LoadTable(ctx, table.Identifier{"kv", "users"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, itr, err := tbl.Scan().ToArrowRecords(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scanned := map[int64]string{}
+	for rec, err := range itr {
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids, names := rec.Column(0).(*array.Int64), rec.Column(1).(*array.String)
+		for i := 0; i < int(rec.NumRows()); i++ {
+			scanned[ids.Value(i)] = names.Value(i)
+		}
+		rec.Release()
+	}
+	if len(scanned) != len(want) {
+		t.Fatalf("an Iceberg scan holds %d rows, the producer left %d", len(scanned), len(want))
+	}
+	for id, name := range want {
+		if scanned[id] != name {
+			t.Fatalf("id %d: scan says %q, produced %q", id, scanned[id], name)
+		}
+	}
 }

@@ -19,14 +19,14 @@ import (
 // pinned to that head (phase two). A crash in between leaves only files no
 // metadata references. On a conflict the files are removed and the caller
 // redoes everything on the new head.
-func (t *Table) commitOnce(ctx context.Context, tbl *table.Table, sp *spec, writes []bucketWrites) (snapshotID int64, counts []int64, written int64, err error) {
+func (t *Table) commitOnce(ctx context.Context, tbl *table.Table, sp *spec, writes []bucketWrites, extra iceberg.Properties) (snapshotID int64, counts, ends []int64, written int64, err error) {
 	st, err := loadState(ctx, tbl, sp, nil)
 	if err != nil {
-		return 0, nil, 0, err
+		return 0, nil, nil, 0, err
 	}
 	fs, err := writeFS(ctx, tbl)
 	if err != nil {
-		return 0, nil, 0, err
+		return 0, nil, nil, 0, err
 	}
 	outs := make([]*bucketOut, len(writes))
 	g, gctx := errgroup.WithContext(ctx)
@@ -45,7 +45,7 @@ func (t *Table) commitOnce(ctx context.Context, tbl *table.Table, sp *spec, writ
 	}
 	if err := g.Wait(); err != nil {
 		removeFiles(fs, paths)
-		return 0, nil, 0, err
+		return 0, nil, nil, 0, err
 	}
 	counts = make([]int64, sp.buckets)
 	manifest := changelog.LSMManifest{Buckets: sp.buckets}
@@ -64,33 +64,38 @@ func (t *Table) commitOnce(ctx context.Context, tbl *table.Table, sp *spec, writ
 	}
 	if len(data) == 0 && len(deletes) == 0 {
 		removeFiles(fs, paths)
-		return 0, nil, written, nil // every write was a no-op
+		return 0, nil, nil, written, nil // every write was a no-op
 	}
 	body, err := changelog.EncodeLSMManifest(manifest)
 	if err != nil {
 		removeFiles(fs, paths)
-		return 0, nil, written, err
+		return 0, nil, nil, written, err
 	}
 	mpath := newLayout(tbl.Location()).changelogManifest(st.seq)
 	paths = append(paths, mpath)
 	if err := fs.WriteFile(mpath, body); err != nil {
 		removeFiles(fs, paths)
-		return 0, nil, written, fmt.Errorf("write %s: %w", mpath, err)
+		return 0, nil, nil, written, fmt.Errorf("write %s: %w", mpath, err)
 	}
 	written += int64(len(body))
 	if t.opts.BeforeCommit != nil {
 		if err := t.opts.BeforeCommit(ctx); err != nil {
 			// A simulated crash: the files stay behind, unreferenced.
-			return 0, nil, written, fmt.Errorf("before commit: %w", err)
+			return 0, nil, nil, written, fmt.Errorf("before commit: %w", err)
 		}
 	}
 	props := iceberg.Properties{
 		changelog.SummaryLSMManifest: mpath,
 		changelog.SummaryLSMCounts:   changelog.EncodeLSMCounts(counts),
 	}
+	for k, v := range extra {
+		if _, ours := props[k]; !ours {
+			props[k] = v
+		}
+	}
 	if err := addEnds(tbl, sp.buckets, counts, props); err != nil {
 		removeFiles(fs, paths)
-		return 0, nil, written, err
+		return 0, nil, nil, written, err
 	}
 	committed, err := commitRowDelta(ctx, tbl, props, data, deletes, removed)
 	if err != nil {
@@ -99,15 +104,23 @@ func (t *Table) commitOnce(ctx context.Context, tbl *table.Table, sp *spec, writ
 		if lake.IsCommitConflict(err) {
 			removeFiles(fs, paths)
 		}
-		return 0, nil, written, err
+		return 0, nil, nil, written, err
 	}
 	snap := committed.CurrentSnapshot()
 	if snap == nil {
-		return 0, nil, written, fmt.Errorf("commit to %s left no current snapshot", t.Name())
+		return 0, nil, nil, written, fmt.Errorf("commit to %s left no current snapshot", t.Name())
 	}
 	t.log.Debug().Int64("snapshot_id", snap.SnapshotID).Int64("sequence_number", snap.SequenceNumber).
 		Int("data_files", len(data)).Int("delete_files", len(deletes)).Int("superseded_dvs", len(removed)).Ints64("changes", counts).Msg("LSM commit")
-	return snap.SnapshotID, counts, written, nil
+	// The ends this commit recorded (none when its head's were unknown).
+	// The commit stands whatever they say: an error here must not make a
+	// caller redo it.
+	ends, _, endsErr := changelog.LSMEnds(committed.Metadata(), snap, sp.buckets)
+	if endsErr != nil {
+		t.log.Warn().Err(endsErr).Int64("snapshot_id", snap.SnapshotID).Msg("end offsets after a commit are unreadable")
+		ends = nil
+	}
+	return snap.SnapshotID, counts, ends, written, nil
 }
 
 // commitRowDelta commits data and delete files in one snapshot pinned to

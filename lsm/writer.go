@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/lakegw/lakegw/changelog"
@@ -21,6 +22,9 @@ type Writer struct {
 	order []string        // keys in first-write order
 	// buckets caches each key's bucket across commit attempts.
 	buckets map[string]int
+	// summary holds extra snapshot summary properties for the next
+	// commit (SetSummary).
+	summary iceberg.Properties
 }
 
 // op is one write of a key: a row to merge, or a delete.
@@ -75,6 +79,37 @@ func (w *Writer) add(r Row, del bool) error {
 	return nil
 }
 
+// CheckUpsert reports whether Upsert would take row, without writing it:
+// a produce path refuses a bad record before its batch joins a commit.
+func (w *Writer) CheckUpsert(row map[string]any) error {
+	r, err := w.sp.rowFromMap(row)
+	if err != nil {
+		return err
+	}
+	_, err = w.sp.keyOf(r)
+	return err
+}
+
+// CheckDelete reports whether Delete would take key, without writing it.
+func (w *Writer) CheckDelete(key map[string]any) error {
+	r, err := w.sp.rowFromMap(key)
+	if err != nil {
+		return err
+	}
+	_, err = w.sp.keyOf(r)
+	return err
+}
+
+// SetSummary adds a property to the next commit's snapshot summary
+// (lakegw's own lakegw.lsm.* keys win): a produce path records its
+// producers' sequence state in the commit that holds their records.
+func (w *Writer) SetSummary(key, value string) {
+	if w.summary == nil {
+		w.summary = iceberg.Properties{}
+	}
+	w.summary[key] = value
+}
+
 // Pending is the number of distinct keys written since the last commit.
 func (w *Writer) Pending() int { return len(w.order) }
 
@@ -85,6 +120,9 @@ type CommitResult struct {
 	SnapshotID int64
 	// Counts are the change records per bucket.
 	Counts []int64
+	// Ends are each bucket's end offset after the commit (nil when the
+	// table's offsets before it are unknown).
+	Ends []int64
 	// Attempts is 1 plus the number of conflicts redone.
 	Attempts int
 	// BytesWritten counts data, delete and changelog files.
@@ -117,11 +155,11 @@ func (w *Writer) Commit(ctx context.Context) (CommitResult, error) {
 		if err := w.assignBuckets(sp); err != nil {
 			return res, err
 		}
-		snap, counts, written, err := t.commitOnce(ctx, tbl, sp, w.byBucket(sp))
+		snap, counts, ends, written, err := t.commitOnce(ctx, tbl, sp, w.byBucket(sp), w.summary)
 		res.BytesWritten += written
 		if err == nil {
-			res.SnapshotID, res.Counts = snap, counts
-			w.ops, w.order = map[string][]op{}, nil
+			res.SnapshotID, res.Counts, res.Ends = snap, counts, ends
+			w.ops, w.order, w.summary = map[string][]op{}, nil, nil
 			if t.opts.AutoCompact && snap != 0 {
 				if _, err := t.Compact(ctx, false); err != nil {
 					t.log.Warn().Err(err).Msg("compaction after commit failed; the commit stands")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/apache/iceberg-go"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/lakegw/lakegw/changelog"
 	"github.com/lakegw/lakegw/lake"
+	"github.com/lakegw/lakegw/lsm"
 )
 
 // MaxPartitions bounds a raw topic's partitions.
@@ -97,4 +99,80 @@ func rawPartitions(tbl *table.Table) (int32, error) {
 		return 0, fmt.Errorf("raw topic table %s: %s=%q: want 1 to %d", lake.TopicName(tbl.Identifier()), changelog.PropPartitions, v, MaxPartitions)
 	}
 	return int32(n), nil
+}
+
+// Kafka topic configs that make a table topic (CreateTableTopic).
+const (
+	ConfigSchema      = "lakegw.schema"
+	ConfigPrimaryKey  = "lakegw.primary-key"
+	ConfigMergeEngine = "lakegw.merge-engine"
+	// ConfigFormatVersion is the table's Iceberg format version (2 or 3).
+	ConfigFormatVersion = "lakegw.format-version"
+)
+
+// CreateTableTopic creates a table topic: a lakegw primary-key table
+// (lsm.Create) with the schema and key the configs give, one bucket per
+// partition. Its records are written and read in lakegw.format (the
+// gateway's default when unset).
+func (s *Service) CreateTableTopic(ctx context.Context, topic string, partitions int32, configs map[string]string, validateOnly bool) error {
+	if !legalTopic.MatchString(topic) || topic == "." || topic == ".." {
+		return fmt.Errorf("%w: %q: a topic name is 1 to 249 of [a-zA-Z0-9._-]", ErrInvalidTopic, topic)
+	}
+	if partitions < 1 || partitions > MaxPartitions {
+		return fmt.Errorf("%w: %d partitions: want 1 to %d", ErrInvalidPartitions, partitions, MaxPartitions)
+	}
+	ident, err := lake.TopicIdent(topic)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidTopic, err)
+	}
+	if configs[ConfigSchema] == "" || configs[ConfigPrimaryKey] == "" {
+		return fmt.Errorf("%w: a table topic needs %s ('id long, name string, ...') and %s", ErrInvalidConfig, ConfigSchema, ConfigPrimaryKey)
+	}
+	schema, err := lsm.ParseSchema(configs[ConfigSchema])
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrInvalidConfig, ConfigSchema, err)
+	}
+	co := lsm.CreateOptions{Buckets: int(partitions), MergeEngine: configs[ConfigMergeEngine], Properties: iceberg.Properties{}}
+	for _, k := range strings.Split(configs[ConfigPrimaryKey], ",") {
+		co.PrimaryKey = append(co.PrimaryKey, strings.TrimSpace(k))
+	}
+	if v := configs[ConfigFormatVersion]; v != "" {
+		if co.FormatVersion, err = strconv.Atoi(v); err != nil {
+			return fmt.Errorf("%w: %s=%q", ErrInvalidConfig, ConfigFormatVersion, v)
+		}
+	}
+	for k, v := range configs {
+		switch {
+		case k == ConfigSchema || k == ConfigPrimaryKey || k == ConfigMergeEngine || k == ConfigFormatVersion:
+		case k == changelog.PropFormat:
+			if _, err := changelog.FormatByName(v); err != nil || v == changelog.RawFormat {
+				return fmt.Errorf("%w: %s=%q: want upsert, debezium-json, canal-json or json", ErrInvalidConfig, k, v)
+			}
+			co.Properties[k] = v
+		case topicConfigs[k]:
+			co.Properties[k] = v
+		default:
+			return fmt.Errorf("%w: config %q does not apply to a table topic", ErrInvalidConfig, k)
+		}
+	}
+	if validateOnly {
+		if _, err := s.cat.LoadTable(ctx, ident); err == nil {
+			return fmt.Errorf("%w: %s", ErrTopicExists, topic)
+		}
+		return nil
+	}
+	ns := catalog.NamespaceFromIdent(ident)
+	if err := s.cat.CreateNamespace(ctx, ns, nil); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
+		return fmt.Errorf("create namespace %v: %w", ns, err)
+	}
+	if _, err := s.cat.LoadTable(ctx, ident); err == nil {
+		return fmt.Errorf("%w: %s", ErrTopicExists, topic)
+	}
+	if _, err := lsm.Create(ctx, s.cat, ident, schema, co, lsm.Options{Log: s.cfg.Log}); err != nil {
+		if errors.Is(err, catalog.ErrTableAlreadyExists) {
+			return fmt.Errorf("%w: %s", ErrTopicExists, topic)
+		}
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	return nil
 }

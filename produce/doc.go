@@ -12,9 +12,17 @@
 // succeeded; a commit that fails fails every batch waiting on the table
 // with ErrCommitFailed (retriable) and nothing of it is visible.
 //
+// Table topics (table_target.go) are lakegw primary-key tables: each
+// record, in the topic's format (upsert, debezium-json, canal-json, json:
+// table_records.go), becomes upserts and deletes through an lsm.Writer, one
+// per group commit, and the topic serves the changelog those commits
+// write. A record that does not fit the schema fails its batch
+// (RecordError), before the batch is accepted.
+//
 // It knows Kafka's record model (partitions, offsets, producer ids,
 // sequences) but not its wire format: protocol/ decodes requests into
 // Batches and maps the errors here to Kafka error codes. It may import
-// changelog/ and lake/; it must not import protocol/, fetch/, topics/,
-// offsets/ or derive/ (consumers are woken through Config.OnCommit).
+// changelog/, lake/ and lsm/; it must not import protocol/, fetch/,
+// topics/, offsets/ or derive/ (consumers are woken through
+// Config.OnCommit).
 package produce

@@ -1,20 +1,24 @@
 package produce
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
 	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
 	"github.com/rs/zerolog"
 	"golang.org/x/sync/semaphore"
 
 	"github.com/lakegw/lakegw/changelog"
 	"github.com/lakegw/lakegw/lake"
+	"github.com/lakegw/lakegw/lsm"
 )
 
 // Config configures the produce path.
@@ -29,6 +33,10 @@ type Config struct {
 	// tables until their commit; a request waits for room (Kafka's
 	// throttling) rather than growing it (default 256 MiB).
 	MaxPendingBytes int64
+	// DefaultFormat is the record format of a table topic whose table
+	// sets none (lakegw.format): the gateway's --format, which its
+	// consumers read too.
+	DefaultFormat string
 	// OnCommit is called with the topic after each commit, to wake its
 	// consumers on this gateway.
 	OnCommit func(topic string)
@@ -128,6 +136,10 @@ func (s *Service) Submit(ctx context.Context, topic string, batches []Batch) *Su
 		}
 		t := newTicket(b)
 		t.size = min(t.size, s.cfg.MaxPendingBytes)
+		if err := w.target.prepare(t); err != nil {
+			sub.results[i] = Result{BaseOffset: -1, Err: err}
+			continue
+		}
 		start := time.Now()
 		if err := s.pending.Acquire(ctx, t.size); err != nil {
 			sub.results[i] = Result{BaseOffset: -1, Err: err}
@@ -211,10 +223,7 @@ func (s *Service) writer(ctx context.Context, topic string) (*writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load %s: %w", topic, err)
 	}
-	if !changelog.IsRawTable(tbl.Properties()) {
-		return nil, fmt.Errorf("%w: %s serves the changes of an Iceberg table; write to the table instead", ErrReadOnly, topic)
-	}
-	partitions, err := rawPartitions(tbl)
+	tgt, partitions, err := s.targetOf(ctx, topic, ident, tbl)
 	if err != nil {
 		return nil, err
 	}
@@ -227,7 +236,7 @@ func (s *Service) writer(ctx context.Context, topic string) (*writer, error) {
 	if w, ok := s.writers[topic]; ok {
 		return w, nil
 	}
-	w = &writer{svc: s, topic: topic, ident: ident, partitions: partitions, seq: seq, tbl: tbl,
+	w = &writer{svc: s, topic: topic, partitions: partitions, target: tgt, seq: seq,
 		log: s.cfg.Log.With().Str("topic", topic).Logger(), wake: make(chan struct{}, 1), done: make(chan struct{})}
 	s.writers[topic] = w
 	s.wg.Add(1)
@@ -236,4 +245,35 @@ func (s *Service) writer(ctx context.Context, topic string) (*writer, error) {
 		w.run(s.ctx)
 	}()
 	return w, nil
+}
+
+// targetOf is what a writer of tbl commits to: a raw topic's table, or a
+// lakegw primary-key table (a table topic); any other table is read-only.
+func (s *Service) targetOf(ctx context.Context, topic string, ident table.Identifier, tbl *table.Table) (target, int32, error) {
+	props := tbl.Properties()
+	switch {
+	case changelog.IsRawTable(props):
+		partitions, err := rawPartitions(tbl)
+		if err != nil {
+			return nil, 0, err
+		}
+		return &rawTarget{cat: s.cat, topic: topic, ident: ident, partitions: partitions, tbl: tbl,
+			log: s.cfg.Log.With().Str("topic", topic).Logger()}, partitions, nil
+	case changelog.IsLSMTable(props):
+		lt, err := lsm.Open(ctx, s.cat, ident, lsm.Options{Log: s.cfg.Log.With().Str("topic", topic).Logger()})
+		if err != nil {
+			return nil, 0, fmt.Errorf("open %s: %w", topic, err)
+		}
+		checker, err := lt.NewWriter(ctx)
+		if err != nil {
+			return nil, 0, fmt.Errorf("open %s: %w", topic, err)
+		}
+		format := cmp.Or(props[changelog.PropFormat], s.cfg.DefaultFormat, "debezium-json")
+		partitions, err := strconv.Atoi(props[changelog.PropPartitions])
+		if err != nil || partitions < 1 {
+			return nil, 0, fmt.Errorf("table topic %s: %s=%q is not a partition count", topic, changelog.PropPartitions, props[changelog.PropPartitions])
+		}
+		return &tableTarget{tbl: lt, format: format, checker: checker}, int32(partitions), nil
+	}
+	return nil, 0, fmt.Errorf("%w: %s serves the changes of an Iceberg table; write to the table instead", ErrReadOnly, topic)
 }

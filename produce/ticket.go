@@ -6,6 +6,8 @@ type ticket struct {
 	size  int64
 	done  chan struct{}
 	res   Result
+	// ops are a table topic's row operations of the batch (prepare).
+	ops []rowOp
 }
 
 func newTicket(b *Batch) *ticket {

@@ -19,8 +19,9 @@ import (
 // the created topic's configs in the answer. v6: nothing new. v7: topic
 // ids. A topic created without lakegw.* configs is a raw topic
 // (produce.CreateRawTopic): an Iceberg table holding each produced record
-// as it came. Table topics (lakegw.schema, lakegw.primary-key) are not
-// taken yet. The replication factor is the lake's business: any is
+// as it came; one with lakegw.schema and lakegw.primary-key a table topic
+// (produce.CreateTableTopic): a lakegw primary-key table its records are
+// applied to. The replication factor is the lake's business: any is
 // accepted and 1 reported.
 func init() { register(kmsg.CreateTopics, 0, 7, handleCreateTopics) }
 
@@ -78,10 +79,9 @@ func createTopic(ctx context.Context, c *conn, req *kmsg.CreateTopicsRequest, t 
 		return refuse(kerr.InvalidReplicaAssignment, "replica assignments do not apply: the lake stores every partition")
 	}
 	configs := map[string]string{}
+	table := false
 	for _, cfg := range t.Configs {
-		if strings.HasPrefix(cfg.Name, "lakegw.") {
-			return refuse(kerr.InvalidConfig, "config %s: table topics (lakegw.schema, lakegw.primary-key) are not supported yet; create the topic without lakegw.* configs for a raw topic", cfg.Name)
-		}
+		table = table || strings.HasPrefix(cfg.Name, "lakegw.")
 		if cfg.Value != nil {
 			configs[cfg.Name] = *cfg.Value
 		}
@@ -89,6 +89,10 @@ func createTopic(ctx context.Context, c *conn, req *kmsg.CreateTopicsRequest, t 
 	partitions := t.NumPartitions
 	if partitions == -1 {
 		partitions = 1
+	}
+	if table {
+		// lakegw.schema and lakegw.primary-key: a primary-key table.
+		return c.s.produce.CreateTableTopic(ctx, t.Topic, partitions, configs, req.ValidateOnly)
 	}
 	return c.s.produce.CreateRawTopic(ctx, t.Topic, partitions, configs, req.ValidateOnly)
 }

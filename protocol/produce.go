@@ -117,6 +117,15 @@ func handleProduce(ctx context.Context, c *conn, req *kmsg.ProduceRequest) (kmsg
 			}
 			rp.ErrorMessage = &msg
 			rp.BaseOffset = -1
+			var re *produce.RecordError
+			if errors.As(err, &re) {
+				// From v8 the client is told which record was refused.
+				e := kmsg.NewProduceResponseTopicPartitionErrorRecord()
+				e.RelativeOffset = int32(re.Index)
+				m := re.Err.Error()
+				e.ErrorMessage = &m
+				rp.ErrorRecords = append(rp.ErrorRecords, e)
+			}
 		}
 	}
 	resp.ThrottleMillis = int32(throttled / time.Millisecond)

@@ -55,7 +55,7 @@ type TopicConfig struct {
 // those that lsm/ and maintain/ read as well are defined in changelog/,
 // below all three, and named here too.
 const (
-	PropFormat          = "lakegw.format"
+	PropFormat          = changelog.PropFormat
 	PropPartitions      = changelog.PropPartitions
 	PropCompression     = "lakegw.compression"
 	PropKeyColumns      = "lakegw.key-columns"

@@ -1,4 +1,4 @@
-package main
+package lsm
 
 import (
 	"strings"
@@ -7,8 +7,8 @@ import (
 	"github.com/apache/iceberg-go"
 )
 
-func TestParseSchemaSpec(t *testing.T) {
-	sc, err := parseSchemaSpec("id long not null, price decimal(12, 2) not null,\tname string, big DECIMAL(38,10)")
+func TestParseSchema(t *testing.T) {
+	sc, err := ParseSchema("id long not null, price decimal(12, 2) not null,\tname string, big DECIMAL(38,10)")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +35,7 @@ func TestParseSchemaSpec(t *testing.T) {
 		"x long nullable":           "unexpected",
 		"":                          "no columns",
 	} {
-		if _, err := parseSchemaSpec(spec); err == nil || !strings.Contains(err.Error(), msg) {
+		if _, err := ParseSchema(spec); err == nil || !strings.Contains(err.Error(), msg) {
 			t.Errorf("%q: error %v, want one saying %q", spec, err, msg)
 		}
 	}

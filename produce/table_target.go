@@ -1,0 +1,109 @@
+package produce
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/apache/iceberg-go"
+
+	"github.com/lakegw/lakegw/lsm"
+)
+
+// tableTarget commits a table topic's batches to a lakegw primary-key
+// table: every record's row operations go through one lsm.Writer per
+// group, so the commit writes the table's sorted runs, deletes and
+// changelog files as any lakegw write does, and the topic serves the
+// changelog. Offsets are the changelog's: a batch is answered with where
+// this commit's changes begin in its partition.
+type tableTarget struct {
+	tbl    *lsm.Table
+	format string
+
+	// checker validates records against the table's schema at accept
+	// time; guarded by mu (an lsm.Writer serves one goroutine).
+	mu      sync.Mutex
+	checker *lsm.Writer
+}
+
+// RecordError is a record of a batch the table refuses: the batch fails
+// with INVALID_RECORD and this message for the record (ProduceResponse
+// record errors), and nothing of it is written.
+type RecordError struct {
+	Index int
+	Err   error
+}
+
+func (e *RecordError) Error() string { return fmt.Sprintf("record %d: %v", e.Index, e.Err) }
+func (e *RecordError) Unwrap() error { return ErrInvalidRecord }
+
+// prepare decodes every record in the topic's format and checks each row
+// against the table, keeping the operations for the commit.
+func (tt *tableTarget) prepare(t *ticket) error {
+	var ops []rowOp
+	tt.mu.Lock()
+	defer tt.mu.Unlock()
+	for i := range t.batch.Records {
+		rops, err := rowOps(tt.format, &t.batch.Records[i])
+		if err != nil {
+			return &RecordError{Index: i, Err: err}
+		}
+		for _, op := range rops {
+			check := tt.checker.CheckUpsert
+			if op.del {
+				check = tt.checker.CheckDelete
+			}
+			if err := check(op.row); err != nil {
+				return &RecordError{Index: i, Err: err}
+			}
+		}
+		ops = append(ops, rops...)
+	}
+	t.ops = ops
+	return nil
+}
+
+// commit applies the group's operations in accept order and commits them.
+func (tt *tableTarget) commit(ctx context.Context, group []*ticket, producers func([]int64) (iceberg.Properties, error)) ([]int64, int64, error) {
+	w, err := tt.tbl.NewWriter(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	for _, t := range group {
+		for _, op := range t.ops {
+			if op.del {
+				err = w.Delete(op.row)
+			} else {
+				err = w.Upsert(op.row)
+			}
+			if err != nil {
+				// Checked when accepted: only a schema change since can
+				// refuse it now.
+				return nil, 0, fmt.Errorf("%w: %w", ErrInvalidRecord, err)
+			}
+		}
+	}
+	ps, err := producers(nil)
+	if err != nil {
+		return nil, 0, err
+	}
+	for k, v := range ps {
+		w.SetSummary(k, v)
+	}
+	res, err := w.Commit(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	bases := make([]int64, len(group))
+	for i, t := range group {
+		p := t.batch.Partition
+		switch {
+		case res.SnapshotID == 0 || res.Ends == nil || int(p) >= len(res.Ends) || int(p) >= len(res.Counts):
+			// Every write a no-op (no commit), or offsets unknown.
+			bases[i] = -1
+		default:
+			bases[i] = res.Ends[p] - res.Counts[p]
+		}
+	}
+	return bases, res.SnapshotID, nil
+}
