@@ -35,15 +35,9 @@ var legalTopic = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,249}$`)
 // (retention.ms and friends are read from them as for any topic), others
 // are refused.
 func (s *Service) CreateRawTopic(ctx context.Context, topic string, partitions int32, configs map[string]string, validateOnly bool) error {
-	if !legalTopic.MatchString(topic) || topic == "." || topic == ".." {
-		return fmt.Errorf("%w: %q: a topic name is 1 to 249 of [a-zA-Z0-9._-]", ErrInvalidTopic, topic)
-	}
-	if partitions < 1 || partitions > MaxPartitions {
-		return fmt.Errorf("%w: %d partitions: want 1 to %d", ErrInvalidPartitions, partitions, MaxPartitions)
-	}
-	ident, err := lake.TopicIdent(topic)
+	ident, err := newTopicIdent(topic, partitions)
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalidTopic, err)
+		return err
 	}
 	props := iceberg.Properties{
 		changelog.PropRaw:        "true",
@@ -87,6 +81,22 @@ func (s *Service) CreateRawTopic(ctx context.Context, topic string, partitions i
 	return nil
 }
 
+// newTopicIdent checks a new topic's name and partition count (Kafka's
+// rules) and returns its table.
+func newTopicIdent(topic string, partitions int32) (table.Identifier, error) {
+	if !legalTopic.MatchString(topic) || topic == "." || topic == ".." {
+		return nil, fmt.Errorf("%w: %q: a topic name is 1 to 249 of [a-zA-Z0-9._-]", ErrInvalidTopic, topic)
+	}
+	if partitions < 1 || partitions > MaxPartitions {
+		return nil, fmt.Errorf("%w: %d partitions: want 1 to %d", ErrInvalidPartitions, partitions, MaxPartitions)
+	}
+	ident, err := lake.TopicIdent(topic)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidTopic, err)
+	}
+	return ident, nil
+}
+
 // topicConfigs are the Kafka topic configs a raw topic keeps as table
 // properties.
 var topicConfigs = map[string]bool{"retention.ms": true, "retention.bytes": true}
@@ -115,15 +125,9 @@ const (
 // partition. Its records are written and read in lakegw.format (the
 // gateway's default when unset).
 func (s *Service) CreateTableTopic(ctx context.Context, topic string, partitions int32, configs map[string]string, validateOnly bool) error {
-	if !legalTopic.MatchString(topic) || topic == "." || topic == ".." {
-		return fmt.Errorf("%w: %q: a topic name is 1 to 249 of [a-zA-Z0-9._-]", ErrInvalidTopic, topic)
-	}
-	if partitions < 1 || partitions > MaxPartitions {
-		return fmt.Errorf("%w: %d partitions: want 1 to %d", ErrInvalidPartitions, partitions, MaxPartitions)
-	}
-	ident, err := lake.TopicIdent(topic)
+	ident, err := newTopicIdent(topic, partitions)
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalidTopic, err)
+		return err
 	}
 	if configs[ConfigSchema] == "" || configs[ConfigPrimaryKey] == "" {
 		return fmt.Errorf("%w: a table topic needs %s ('id long, name string, ...') and %s", ErrInvalidConfig, ConfigSchema, ConfigPrimaryKey)
