@@ -475,3 +475,69 @@ func TestTableTopicTakesUpserts(t *testing.T) {
 		}
 	}
 }
+
+// DeleteTopics is off unless --allow-delete-topics; then it drops a raw
+// topic's table (and the topic goes), never a table other engines write.
+// An acks=0 producer gets no answers and its records are still written.
+func TestDeleteTopicsAndAcksZero(t *testing.T) {
+	dir := t.TempDir()
+	setupTable(t, dir)
+	g := startGateway(t, dir, "", "--commit-interval", "20ms")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	createRawTopic(t, g.addr, "doomed", 1)
+	adm := kadm.NewClient(mustClient(t, g.addr))
+	resp, err := adm.DeleteTopics(ctx, "doomed")
+	if err != nil || resp["doomed"].Err != kerr.TopicDeletionDisabled {
+		t.Fatalf("delete without --allow-delete-topics: %v %v, want TOPIC_DELETION_DISABLED", err, resp["doomed"].Err)
+	}
+
+	// acks=0 (idempotence needs acks=all, so it is off).
+	fire, err := kgo.NewClient(kgo.SeedBrokers(g.addr), kgo.DefaultProduceTopic("doomed"), kgo.RequiredAcks(kgo.NoAck()),
+		kgo.DisableIdempotentWrite())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fire.Close()
+	for i := range 50 {
+		fire.Produce(ctx, &kgo.Record{Value: []byte(strconv.Itoa(i))}, nil)
+	}
+	if err := fire.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := consumeAllOf(t, g.addr, "doomed", 50)
+	for i, r := range got[:50] {
+		if string(r.Value) != strconv.Itoa(i) || r.Offset != int64(i) {
+			t.Fatalf("acks=0 record %d: offset %d value %q", i, r.Offset, r.Value)
+		}
+	}
+
+	g.stop()
+	g = startGateway(t, dir, "", "--allow-delete-topics")
+	adm = kadm.NewClient(mustClient(t, g.addr))
+	if resp, err := adm.DeleteTopics(ctx, topic); err != nil || resp[topic].Err != kerr.PolicyViolation {
+		t.Fatalf("delete of a table lakegw does not write: %v %v, want POLICY_VIOLATION", err, resp[topic].Err)
+	}
+	if resp, err := adm.DeleteTopics(ctx, "doomed"); err != nil || resp["doomed"].Err != nil {
+		t.Fatalf("delete: %v %v", err, resp["doomed"].Err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		md, err := adm.Metadata(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !md.Topics.Has("doomed") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the deleted topic is still served")
+		}
+	}
+	cat, err := lake.OpenCatalog(ctx, dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cat.LoadTable(ctx, table.Identifier{lake.BareNamespace, "doomed"}); err == nil {
+		t.Fatal("the deleted topic's table is still in the catalog")
+	}
+}

@@ -180,3 +180,29 @@ func (s *Service) CreateTableTopic(ctx context.Context, topic string, partitions
 	}
 	return nil
 }
+
+// DeleteTopic drops the table of a topic lakegw writes (a raw or table
+// topic) from the catalog, after stopping its writer; a table other
+// engines write is refused (ErrReadOnly): lakegw never drops it. The data
+// files stay where they are, for the catalog's or an operator's purge.
+func (s *Service) DeleteTopic(ctx context.Context, topic string) error {
+	ident, err := lake.TopicIdent(topic)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrUnknownTopic, err)
+	}
+	tbl, err := s.cat.LoadTable(ctx, ident)
+	if errors.Is(err, catalog.ErrNoSuchTable) {
+		return fmt.Errorf("%w: %s", ErrUnknownTopic, topic)
+	}
+	if err != nil {
+		return fmt.Errorf("load %s: %w", topic, err)
+	}
+	if props := tbl.Properties(); !changelog.IsRawTable(props) && !changelog.IsLSMTable(props) {
+		return fmt.Errorf("%w: %s is a table lakegw does not write; drop it with the engine that owns it", ErrReadOnly, topic)
+	}
+	s.stopWriter(topic)
+	if err := s.cat.DropTable(ctx, ident); err != nil {
+		return fmt.Errorf("drop table %s: %w", lake.TopicName(ident), err)
+	}
+	return nil
+}

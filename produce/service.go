@@ -236,15 +236,30 @@ func (s *Service) writer(ctx context.Context, topic string) (*writer, error) {
 	if w, ok := s.writers[topic]; ok {
 		return w, nil
 	}
-	w = &writer{svc: s, topic: topic, partitions: partitions, target: tgt, seq: seq,
+	wctx, stop := context.WithCancel(s.ctx)
+	w = &writer{svc: s, topic: topic, partitions: partitions, target: tgt, seq: seq, stop: stop,
 		log: s.cfg.Log.With().Str("topic", topic).Logger(), wake: make(chan struct{}, 1), done: make(chan struct{})}
 	s.writers[topic] = w
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		w.run(s.ctx)
+		w.run(wctx)
 	}()
 	return w, nil
+}
+
+// stopWriter stops the writer of topic (its queued batches fail with
+// ErrClosed) and waits for it; the next produce to the topic loads its
+// table afresh.
+func (s *Service) stopWriter(topic string) {
+	s.mu.Lock()
+	w := s.writers[topic]
+	delete(s.writers, topic)
+	s.mu.Unlock()
+	if w != nil {
+		w.stop()
+		<-w.done
+	}
 }
 
 // targetOf is what a writer of tbl commits to: a raw topic's table, or a

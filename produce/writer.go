@@ -27,6 +27,8 @@ type writer struct {
 	queued int64 // bytes in queue
 	wake   chan struct{}
 	done   chan struct{}
+	// stop ends run (a deleted topic); the Service's context ends it too.
+	stop context.CancelFunc
 }
 
 // target is the table a writer commits to.

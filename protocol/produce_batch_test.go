@@ -50,3 +50,21 @@ func TestDecodeBatchReadsEveryRecord(t *testing.T) {
 		t.Fatalf("damaged batch: %v, want CORRUPT_MESSAGE", err)
 	}
 }
+
+// Produce v0-2 carry message sets of magic 0 and 1: refused with
+// UNSUPPORTED_FOR_MESSAGE_FORMAT; a request with two batches for one
+// partition with INVALID_RECORD, as Kafka answers.
+func TestDecodeBatchRefusesOldMagicAndTwoBatches(t *testing.T) {
+	raw := encodeBatch(t, []kmsg.Record{record("a", "1")}, -1, -1)
+	old := append([]byte(nil), raw...)
+	old[16] = 1
+	if _, err := decodeBatch(0, old); err == nil || err.code != kerr.UnsupportedForMessageFormat {
+		t.Fatalf("magic 1: %v", err)
+	}
+	if _, err := decodeBatch(0, append(append([]byte(nil), raw...), raw...)); err == nil || err.code != kerr.InvalidRecord {
+		t.Fatalf("two batches: %v", err)
+	}
+	if _, err := decodeBatch(0, raw[:30]); err == nil || err.code != kerr.CorruptMessage {
+		t.Fatalf("short batch: %v", err)
+	}
+}

@@ -60,6 +60,9 @@ type Config struct {
 	// FrameReadTimeout bounds the reading of one request frame from its
 	// first byte. 0: DefaultFrameReadTimeout; negative: unbounded.
 	FrameReadTimeout time.Duration
+	// AllowDeleteTopics lets DeleteTopics drop the tables of raw and
+	// table topics (Kafka's delete.topic.enable; off by default here).
+	AllowDeleteTopics bool
 }
 
 // Defaults of Config, as Kafka's where Kafka has the setting.

@@ -90,6 +90,7 @@ func cmdServe(ctx context.Context, args []string, demo bool) (err error) {
 	demoEvery := fs.Duration("demo-interval", time.Second, "quickstart only: how often the demo table commits")
 	compactEvery := fs.Duration("compact-interval", 30*time.Second, "how often served lakegw LSM tables are compacted in the background (0: never)")
 	maintainEvery := fs.Duration("maintain-interval", time.Minute, "how often served tables lakegw maintains (LSM tables, lakegw.maintenance.enabled=true) get a maintenance pass (0: never)")
+	allowDelete := fs.Bool("allow-delete-topics", false, "let DeleteTopics drop the tables of raw and table topics (those lakegw writes); other tables are never dropped")
 	commitInterval := fs.Duration("commit-interval", produce.DefaultCommitInterval, "produced records: the least time between two commits of a table, so that concurrent producers share one Iceberg commit (a produce is acknowledged once its commit succeeds)")
 	debugListen := fs.String("debug-listen", "", "host:port serving Go profiles at /debug/pprof/ (default: off; a non-loopback address needs --debug-listen-public)")
 	debugPublic := fs.Bool("debug-listen-public", false, "allow --debug-listen on an address other hosts can reach (profiles expose the process's internals)")
@@ -183,7 +184,7 @@ func cmdServe(ctx context.Context, args []string, demo bool) (err error) {
 		return err
 	}
 	defer coord.Close()
-	srvCfg := protocol.Config{Listen: *listen, Advertised: *advertised, MaxRequestBytes: int32(*maxRequest),
+	srvCfg := protocol.Config{Listen: *listen, Advertised: *advertised, MaxRequestBytes: int32(*maxRequest), AllowDeleteTopics: *allowDelete,
 		Pins: consumerPinReport(reg, coord)}
 	netLimits.apply(&srvCfg)
 	srv := protocol.NewServer(srvCfg,
