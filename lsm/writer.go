@@ -100,6 +100,9 @@ func (w *Writer) CheckDelete(key map[string]any) error {
 	return err
 }
 
+// Columns are the names of the table's columns the writer writes.
+func (w *Writer) Columns() []string { return slices.Clone(w.sp.names) }
+
 // SetSummary adds a property to the next commit's snapshot summary
 // (lakegw's own lakegw.lsm.* keys win): a produce path records its
 // producers' sequence state in the commit that holds their records.

@@ -148,6 +148,11 @@ func (s *Service) CreateTableTopic(ctx context.Context, topic string, partitions
 	for k, v := range configs {
 		switch {
 		case k == ConfigSchema || k == ConfigPrimaryKey || k == ConfigMergeEngine || k == ConfigFormatVersion:
+		case k == ConfigAutoEvolve:
+			if v != "true" && v != "false" {
+				return fmt.Errorf("%w: %s=%q: want true or false", ErrInvalidConfig, k, v)
+			}
+			co.Properties[k] = v
 		case k == changelog.PropFormat:
 			if _, err := changelog.FormatByName(v); err != nil || v == changelog.RawFormat {
 				return fmt.Errorf("%w: %s=%q: want upsert, debezium-json, canal-json or json", ErrInvalidConfig, k, v)

@@ -288,7 +288,8 @@ func (s *Service) targetOf(ctx context.Context, topic string, ident table.Identi
 		if err != nil || partitions < 1 {
 			return nil, 0, fmt.Errorf("table topic %s: %s=%q is not a partition count", topic, changelog.PropPartitions, props[changelog.PropPartitions])
 		}
-		return &tableTarget{tbl: lt, format: format, checker: checker}, int32(partitions), nil
+		return &tableTarget{tbl: lt, format: format, checker: checker, evolve: props[ConfigAutoEvolve] == "true",
+			cat: s.cat, ident: ident}, int32(partitions), nil
 	}
 	return nil, 0, fmt.Errorf("%w: %s serves the changes of an Iceberg table; write to the table instead", ErrReadOnly, topic)
 }

@@ -3,9 +3,12 @@ package produce
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
 
 	"github.com/lakegw/lakegw/lsm"
 )
@@ -19,6 +22,11 @@ import (
 type tableTarget struct {
 	tbl    *lsm.Table
 	format string
+	// evolve adds the fields records bring as columns
+	// (ConfigAutoEvolve); cat and ident say where.
+	evolve bool
+	cat    catalog.Catalog
+	ident  table.Identifier
 
 	// checker validates records against the table's schema at accept
 	// time; guarded by mu (an lsm.Writer serves one goroutine).
@@ -47,6 +55,11 @@ func (tt *tableTarget) prepare(t *ticket) error {
 		rops, err := rowOps(tt.format, &t.batch.Records[i])
 		if err != nil {
 			return &RecordError{Index: i, Err: err}
+		}
+		if tt.evolve {
+			if err := tt.evolveFor(rops); err != nil {
+				return &RecordError{Index: i, Err: err}
+			}
 		}
 		for _, op := range rops {
 			check := tt.checker.CheckUpsert
@@ -106,4 +119,38 @@ func (tt *tableTarget) commit(ctx context.Context, group []*ticket, producers fu
 		}
 	}
 	return bases, res.SnapshotID, nil
+}
+
+// evolveFor adds the columns ops bring that the table lacks, and renews
+// the checker on the new schema. Called with tt.mu held.
+func (tt *tableTarget) evolveFor(ops []rowOp) error {
+	cols, err := newColumns(tt.checker.Columns(), ops)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		// A field the table lacks that is null here says nothing: it is
+		// dropped rather than refused (its type comes with a value).
+		known := tt.checker.Columns()
+		for _, op := range ops {
+			for name, v := range op.row {
+				if v == nil && !slices.Contains(known, name) {
+					delete(op.row, name)
+				}
+			}
+		}
+	}()
+	if len(cols) == 0 {
+		return nil
+	}
+	ctx := context.Background()
+	if err := addColumns(ctx, tt.cat, tt.ident, cols); err != nil {
+		return err
+	}
+	checker, err := tt.tbl.NewWriter(ctx)
+	if err != nil {
+		return err
+	}
+	tt.checker = checker
+	return nil
 }

@@ -132,3 +132,75 @@ func toString(v any) string {
 	s, _ := v.(string)
 	return s
 }
+
+// With lakegw.schema.auto-evolve a field the table lacks becomes an
+// optional column (long, double, string, boolean by its JSON value), older
+// rows null; without it the record is refused.
+func TestTableTopicAutoEvolvesItsSchema(t *testing.T) {
+	cat, _ := openCatalog(t)
+	s, _ := newService(t, cat)
+	ctx := context.Background()
+	base := map[string]string{ConfigSchema: "id long, name string", ConfigPrimaryKey: "id", "lakegw.format": "json"}
+	strict := map[string]string{ConfigAutoEvolve: "false"}
+	evolving := map[string]string{ConfigAutoEvolve: "true"}
+	for name, extra := range map[string]map[string]string{"strict": strict, "evolving": evolving} {
+		cfg := map[string]string{}
+		for k, v := range base {
+			cfg[k] = v
+		}
+		for k, v := range extra {
+			cfg[k] = v
+		}
+		if err := s.CreateTableTopic(ctx, name, 1, cfg, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	batch := func() []Batch {
+		return []Batch{{Partition: 0, ProducerID: NoProducer, Records: []Record{
+			rec("", `{"id":1,"name":"a"}`),
+			rec("", `{"id":2,"name":"b","score":1.5,"vip":true,"note":null}`),
+		}}}
+	}
+	if res, _ := s.Produce(ctx, "strict", batch()); !errors.Is(res[0].Err, ErrInvalidRecord) {
+		t.Fatalf("strict topic took a record with new fields: %v", res[0].Err)
+	}
+	if res, _ := s.Produce(ctx, "evolving", batch()); res[0].Err != nil {
+		t.Fatalf("evolving topic: %v", res[0].Err)
+	}
+	tbl, err := cat.LoadTable(ctx, []string{"kafka", "evolving"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := tbl.Schema()
+	for name, typ := range map[string]string{"score": "double", "vip": "boolean"} {
+		f, ok := sc.FindFieldByName(name)
+		if !ok || f.Type.String() != typ || f.Required {
+			t.Fatalf("column %s: %v (found %v), want optional %s", name, f, ok, typ)
+		}
+	}
+	if _, ok := sc.FindFieldByName("note"); ok {
+		t.Fatal("a field seen only as null became a column")
+	}
+	if got := scanTable(t, s, "evolving"); len(got) != 2 {
+		t.Fatalf("rows %v", got)
+	}
+	_, itr, err := tbl.Scan().ToArrowRecords(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scores := map[int64]string{}
+	for r, err := range itr {
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids := r.Column(0).(*array.Int64)
+		col := r.Column(r.Schema().FieldIndices("score")[0])
+		for i := 0; i < int(r.NumRows()); i++ {
+			scores[ids.Value(i)] = col.ValueStr(i)
+		}
+		r.Release()
+	}
+	if scores[1] != array.NullValueStr || scores[2] != "1.5" {
+		t.Fatalf("scores %v, want 1=null 2=1.5", scores)
+	}
+}
