@@ -56,9 +56,12 @@ func (s *Service) CreateRawTopic(ctx context.Context, topic string, partitions i
 	}
 	for k, v := range configs {
 		if !topicConfigs[k] {
-			return fmt.Errorf("%w: config %q does not apply to a raw topic (accepted: retention.ms, retention.bytes)", ErrInvalidConfig, k)
+			return fmt.Errorf("%w: config %q does not apply to a raw topic (accepted: retention.ms, retention.bytes, %s)", ErrInvalidConfig, k, ConfigCommitInterval)
 		}
 		props[k] = v
+	}
+	if _, err := commitIntervalOf(props, 0); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	if validateOnly {
 		if _, err := s.cat.LoadTable(ctx, ident); err == nil {
@@ -99,7 +102,7 @@ func newTopicIdent(topic string, partitions int32) (table.Identifier, error) {
 
 // topicConfigs are the Kafka topic configs a raw topic keeps as table
 // properties.
-var topicConfigs = map[string]bool{"retention.ms": true, "retention.bytes": true}
+var topicConfigs = map[string]bool{"retention.ms": true, "retention.bytes": true, ConfigCommitInterval: true}
 
 // rawPartitions is a raw topic's partition count.
 func rawPartitions(tbl *table.Table) (int32, error) {
@@ -163,6 +166,9 @@ func (s *Service) CreateTableTopic(ctx context.Context, topic string, partitions
 		default:
 			return fmt.Errorf("%w: config %q does not apply to a table topic", ErrInvalidConfig, k)
 		}
+	}
+	if _, err := commitIntervalOf(co.Properties, 0); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	if validateOnly {
 		if _, err := s.cat.LoadTable(ctx, ident); err == nil {

@@ -203,3 +203,28 @@ func TestProduceRefusesReadOnlyAndUnknownTopics(t *testing.T) {
 		t.Fatalf("unsupported config: %v", err)
 	}
 }
+
+// lakegw.commit.interval.ms overrides the gateway's interval per topic: a
+// second batch waits for it (here a minute, so it is still waiting when
+// its producer gives up), and a bad value is refused at creation.
+func TestCommitIntervalPerTopic(t *testing.T) {
+	cat, _ := openCatalog(t)
+	s, _ := newService(t, cat)
+	ctx := context.Background()
+	if err := s.CreateRawTopic(ctx, "slow", 1, map[string]string{ConfigCommitInterval: "soon"}, false); !errors.Is(err, ErrInvalidConfig) {
+		t.Fatalf("a bad interval: %v", err)
+	}
+	if err := s.CreateRawTopic(ctx, "slow", 1, map[string]string{ConfigCommitInterval: "60000"}, false); err != nil {
+		t.Fatal(err)
+	}
+	res, _ := s.Produce(ctx, "slow", []Batch{{Partition: 0, ProducerID: NoProducer, Records: recs("a", 1)}})
+	if res[0].Err != nil {
+		t.Fatalf("first batch (the first commit is not held back): %v", res[0].Err)
+	}
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	res, _ = s.Produce(short, "slow", []Batch{{Partition: 0, ProducerID: NoProducer, Records: recs("b", 1)}})
+	if !errors.Is(res[0].Err, context.DeadlineExceeded) {
+		t.Fatalf("second batch within the minute: %+v, want still waiting", res[0])
+	}
+}

@@ -236,8 +236,12 @@ func (s *Service) writer(ctx context.Context, topic string) (*writer, error) {
 	if w, ok := s.writers[topic]; ok {
 		return w, nil
 	}
+	interval, err := commitIntervalOf(tbl.Properties(), s.cfg.CommitInterval)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", topic, err)
+	}
 	wctx, stop := context.WithCancel(s.ctx)
-	w = &writer{svc: s, topic: topic, partitions: partitions, target: tgt, seq: seq, stop: stop,
+	w = &writer{svc: s, topic: topic, partitions: partitions, target: tgt, seq: seq, stop: stop, interval: interval,
 		log: s.cfg.Log.With().Str("topic", topic).Logger(), wake: make(chan struct{}, 1), done: make(chan struct{})}
 	s.writers[topic] = w
 	s.wg.Add(1)
@@ -292,4 +296,22 @@ func (s *Service) targetOf(ctx context.Context, topic string, ident table.Identi
 			cat: s.cat, ident: ident}, int32(partitions), nil
 	}
 	return nil, 0, fmt.Errorf("%w: %s serves the changes of an Iceberg table; write to the table instead", ErrReadOnly, topic)
+}
+
+// ConfigCommitInterval is a produced topic's least time between two
+// commits in milliseconds (a CreateTopics config and table property),
+// overriding the gateway's --commit-interval.
+const ConfigCommitInterval = "lakegw.commit.interval.ms"
+
+// commitIntervalOf is the table's commit interval, or def.
+func commitIntervalOf(props map[string]string, def time.Duration) (time.Duration, error) {
+	v, ok := props[ConfigCommitInterval]
+	if !ok {
+		return def, nil
+	}
+	ms, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || ms < 0 || ms > 60_000 {
+		return 0, fmt.Errorf("%s=%q: want milliseconds from 0 to 60000", ConfigCommitInterval, v)
+	}
+	return time.Duration(ms) * time.Millisecond, nil
 }

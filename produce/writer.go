@@ -19,7 +19,10 @@ type writer struct {
 	topic      string
 	partitions int32
 	target     target
-	log        zerolog.Logger
+	// interval is the least time between two commits: the table's
+	// ConfigCommitInterval, else the gateway's CommitInterval.
+	interval time.Duration
+	log      zerolog.Logger
 
 	mu     sync.Mutex
 	seq    *seqState
@@ -60,7 +63,7 @@ func (w *writer) run(ctx context.Context) {
 		}
 		// Group commit: at most one commit per interval, so a burst of
 		// producers shares one snapshot; a full group goes at once.
-		if wait := w.svc.cfg.CommitInterval - time.Since(last); wait > 0 {
+		if wait := w.interval - time.Since(last); wait > 0 {
 			timer := time.NewTimer(wait)
 			for full := false; !full; {
 				select {
