@@ -140,6 +140,24 @@ func TestProducedRecordsReadBackExactly(t *testing.T) {
 		}
 	})
 
+	// A raw topic keeps every record, and says so.
+	rcs, err := adm.DescribeTopicConfigs(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := rcs.On(topic, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range rc.Configs {
+		if (c.Key == "retention.ms" || c.Key == "retention.bytes") && c.MaybeValue() != "-1" {
+			t.Fatalf("%s = %q, want -1", c.Key, c.MaybeValue())
+		}
+	}
+	if resp, err := adm.CreateTopics(ctx, 1, 1, map[string]*string{"retention.ms": kadm.StringPtr("1000")}, "short_lived"); err != nil || resp["short_lived"].Err != kerr.InvalidConfig {
+		t.Fatalf("a raw topic with retention.ms=1000: %v %v, want INVALID_CONFIG", err, resp["short_lived"].Err)
+	}
+
 	// After a restart the same records are served at the same offsets.
 	g.stop()
 	g2 := startGateway(t, dir, "")

@@ -55,10 +55,18 @@ func (s *Service) CreateRawTopic(ctx context.Context, topic string, partitions i
 		table.PropertyFormatVersion: "2",
 	}
 	for k, v := range configs {
-		if !topicConfigs[k] {
-			return fmt.Errorf("%w: config %q does not apply to a raw topic (accepted: retention.ms, retention.bytes, %s)", ErrInvalidConfig, k, ConfigCommitInterval)
+		switch {
+		case k == "retention.ms" || k == "retention.bytes":
+			// Kafka's default for a topic that keeps everything: the
+			// only value a raw topic honours today.
+			if v != "-1" {
+				return fmt.Errorf("%w: %s=%s: a raw topic keeps every record (retention -1); deleting old records is not supported yet", ErrInvalidConfig, k, v)
+			}
+		case k == ConfigCommitInterval:
+			props[k] = v
+		default:
+			return fmt.Errorf("%w: config %q does not apply to a raw topic (accepted: %s; retention.ms and retention.bytes -1)", ErrInvalidConfig, k, ConfigCommitInterval)
 		}
-		props[k] = v
 	}
 	if _, err := commitIntervalOf(props, 0); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)

@@ -199,12 +199,18 @@ type LogRetention struct {
 
 // LogRetention returns the retention of the topic of a table with the
 // given (current) properties. lakegw's LSM tables keep their changelog
-// for the topic's RetentionMs and RetentionBytes; any other table's log
+// for the topic's RetentionMs and RetentionBytes; a raw topic keeps every
+// record; any other table's log
 // reaches back as far as its snapshots do, which its writers' expiry
 // (history.expire.max-snapshot-age-ms, when set) decides.
 func (c TopicConfig) LogRetention(props iceberg.Properties) LogRetention {
 	if changelog.IsLSMTable(props) {
 		return LogRetention{Ms: c.RetentionMs, Bytes: c.RetentionBytes, Own: true}
+	}
+	if changelog.IsRawTable(props) {
+		// Every produced record stays: snapshot expiry removes none
+		// (they are read by offset from live files).
+		return LogRetention{Ms: -1, Bytes: -1, Own: true}
 	}
 	r := LogRetention{Ms: -1, Bytes: -1}
 	if v, ok := props[table.MaxSnapshotAgeMsKey]; ok {
