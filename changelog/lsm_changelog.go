@@ -160,7 +160,7 @@ func CountsFromSummary(props iceberg.Properties, s *table.Snapshot, partitions i
 	if !has {
 		return nil, false, nil
 	}
-	counts, err = parseLSMInts(v, int(n))
+	counts, err = parsePartitionInts(v, int(n), IsRawTable(props))
 	if err != nil {
 		return nil, false, fmt.Errorf("snapshot %d: %s (the topic has %d partitions): %w", s.SnapshotID, SummaryLSMCounts, n, err)
 	}

@@ -19,13 +19,16 @@ const SummaryLSMEnds = "lakegw.lsm.changelog-ends"
 // EncodeLSMEnds renders per-bucket end offsets for the summary.
 func EncodeLSMEnds(ends []int64) string { return EncodeLSMCounts(ends) }
 
-// parseLSMInts parses a comma-separated list of n non-negative integers.
-func parseLSMInts(v string, n int) ([]int64, error) {
+// parsePartitionInts parses a comma-separated list of n non-negative
+// integers, one per partition; grown says the table's partitions may have
+// grown since (a raw topic: CreatePartitions), so fewer values are those of
+// the first partitions, the others 0.
+func parsePartitionInts(v string, n int, grown bool) ([]int64, error) {
 	parts := strings.Split(v, ",")
-	if len(parts) != n {
+	if len(parts) != n && (!grown || len(parts) > n) {
 		return nil, fmt.Errorf("%q has %d values, want %d", v, len(parts), n)
 	}
-	out := make([]int64, n)
+	out := make([]int64, n) // a grown table's new partitions: 0
 	for i, p := range parts {
 		c, err := strconv.ParseInt(p, 10, 64)
 		if err != nil || c < 0 {
@@ -62,7 +65,7 @@ func lsmEndsBack(meta table.Metadata, s *table.Snapshot, buckets int) (ends []in
 		}
 		if cur.Summary != nil {
 			if v, has := cur.Summary.Properties[SummaryLSMEnds]; has {
-				recorded, err := parseLSMInts(v, buckets)
+				recorded, err := parsePartitionInts(v, buckets, IsRawTable(props))
 				if err != nil {
 					return nil, false, fmt.Errorf("snapshot %d: %s: %w", cur.SnapshotID, SummaryLSMEnds, err)
 				}
@@ -117,7 +120,7 @@ func lsmEndsForward(meta table.Metadata, s *table.Snapshot, buckets int) (ends [
 		if !recorded {
 			continue
 		}
-		ends, err := parseLSMInts(v, buckets)
+		ends, err := parsePartitionInts(v, buckets, IsRawTable(meta.Properties()))
 		if err != nil {
 			return nil, false, fmt.Errorf("snapshot %d: %s: %w", cur.SnapshotID, SummaryLSMEnds, err)
 		}

@@ -559,3 +559,105 @@ func TestDeleteTopicsAndAcksZero(t *testing.T) {
 		t.Fatal("the deleted topic's table is still in the catalog")
 	}
 }
+
+// CreatePartitions grows a raw topic: the records of the existing
+// partitions stay at their offsets (a consumer reads on without a record
+// twice), new records go to the new partition, and a table topic's
+// partitions cannot change.
+func TestRawTopicGrowsPartitions(t *testing.T) {
+	dir := t.TempDir()
+	g := startGateway(t, dir, "", "--commit-interval", "20ms")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	const topic = "growing"
+	createRawTopic(t, g.addr, topic, 2)
+	prod, err := kgo.NewClient(kgo.SeedBrokers(g.addr), kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	first := rawRecords(topic, 40, 2, 0)
+	if err := prod.ProduceSync(ctx, first...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	mid, err := kgo.NewClient(kgo.SeedBrokers(g.addr), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mid.Close()
+	read := consumeN(t, mid, 20, 30*time.Second)
+
+	adm := kadm.NewClient(mustClient(t, g.addr))
+	if resp, err := adm.CreatePartitions(ctx, 1, topic); err != nil || resp[topic].Err != nil {
+		t.Fatalf("create partitions: %v %v", err, resp[topic].Err)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		md, err := adm.Metadata(ctx, topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(md.Topics[topic].Partitions) == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the topic still has %d partitions\n%s", len(md.Topics[topic].Partitions), tail(g.Logs(), 3000))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	second := rawRecords(topic, 30, 3, 1)
+	prod2, err := kgo.NewClient(kgo.SeedBrokers(g.addr), kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod2.Close()
+	if err := prod2.ProduceSync(ctx, second...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range second {
+		if r.Partition == 2 && (r.Offset < 0 || r.Offset >= 10) {
+			t.Fatalf("record in the new partition at offset %d, want 0..9", r.Offset)
+		}
+	}
+	// The consumer of partition 0 reads on across the growth.
+	want := 20 + 10
+	for len(read) < want {
+		read = append(read, consumeN(t, mid, 1, 30*time.Second)...)
+	}
+	for i, r := range read {
+		if r.Offset != int64(i) {
+			t.Fatalf("partition 0 read offset %d as its record %d across the growth", r.Offset, i)
+		}
+	}
+	got := map[int32]int{}
+	all := consumeAllOfPartitions(t, g.addr, topic, 3, 70)
+	for _, r := range all {
+		got[r.Partition]++
+	}
+	if got[0] != 30 || got[1] != 30 || got[2] != 10 {
+		t.Fatalf("records per partition %v, want 30 30 10", got)
+	}
+	cfg := map[string]*string{"lakegw.schema": kadm.StringPtr("id long"), "lakegw.primary-key": kadm.StringPtr("id")}
+	if resp, err := adm.CreateTopics(ctx, 2, 1, cfg, "fixed"); err != nil || resp["fixed"].Err != nil {
+		t.Fatalf("create table topic: %v %v", err, resp["fixed"].Err)
+	}
+	if resp, err := adm.CreatePartitions(ctx, 1, "fixed"); err != nil || resp["fixed"].Err != kerr.InvalidPartitions {
+		t.Fatalf("grow a table topic: %v %v, want INVALID_PARTITIONS", err, resp["fixed"].Err)
+	}
+}
+
+// consumeAllOfPartitions reads n records of the topic's partitions from
+// the start.
+func consumeAllOfPartitions(t *testing.T, addr, topic string, partitions int32, n int) []*kgo.Record {
+	t.Helper()
+	offs := map[int32]kgo.Offset{}
+	for p := range partitions {
+		offs[p] = kgo.NewOffset().AtStart()
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offs}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	return consumeN(t, cl, n, 30*time.Second)
+}

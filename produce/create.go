@@ -225,3 +225,53 @@ func (s *Service) DeleteTopic(ctx context.Context, topic string) error {
 	}
 	return nil
 }
+
+// AddPartitions raises a raw topic's partition count to partitions
+// (CreatePartitions): records stay where they were produced, new ones may
+// go to the new partitions. A table topic's partitions are its buckets,
+// fixed at creation.
+func (s *Service) AddPartitions(ctx context.Context, topic string, partitions int32, validateOnly bool) error {
+	ident, err := lake.TopicIdent(topic)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrUnknownTopic, err)
+	}
+	for attempt := 1; ; attempt++ {
+		tbl, err := s.cat.LoadTable(ctx, ident)
+		if errors.Is(err, catalog.ErrNoSuchTable) {
+			return fmt.Errorf("%w: %s", ErrUnknownTopic, topic)
+		}
+		if err != nil {
+			return fmt.Errorf("load %s: %w", topic, err)
+		}
+		props := tbl.Properties()
+		switch {
+		case changelog.IsLSMTable(props):
+			return fmt.Errorf("%w: a table topic's partitions are its table's buckets, fixed when it was created", ErrInvalidPartitions)
+		case !changelog.IsRawTable(props):
+			return fmt.Errorf("%w: %s serves a table lakegw does not write; its partitions are the table property %s", ErrReadOnly, topic, changelog.PropPartitions)
+		}
+		now, err := rawPartitions(tbl)
+		if err != nil {
+			return err
+		}
+		if partitions <= now || partitions > MaxPartitions {
+			return fmt.Errorf("%w: %s has %d partitions; it can grow to %d at most, not to %d", ErrInvalidPartitions, topic, now, MaxPartitions, partitions)
+		}
+		if validateOnly {
+			return nil
+		}
+		tx := tbl.NewTransaction()
+		if err := tx.SetProperties(iceberg.Properties{changelog.PropPartitions: strconv.Itoa(int(partitions))}); err != nil {
+			return err
+		}
+		_, err = lake.CommitOrClean(ctx, tbl, tx)
+		if err == nil {
+			// The writer picks up the new count when it starts again.
+			s.stopWriter(topic)
+			return nil
+		}
+		if !lake.IsCommitConflict(err) || attempt >= maxCommitAttempts {
+			return fmt.Errorf("set the partitions of %s: %w", topic, err)
+		}
+	}
+}

@@ -2,10 +2,13 @@ package topics
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/lakegw/lakegw/changelog"
 )
 
 // Encoding is how a topic's records are written at one moment. Name keys
@@ -30,8 +33,14 @@ type Encoding struct {
 // their own.
 func encodingOf(tbl *table.Table, cfg TopicConfig) *Encoding {
 	meta := tbl.Metadata()
-	enc := &Encoding{Name: fmt.Sprintf("table=%s format=%s key=%s partitions=%d schema-mode=%s",
-		meta.TableUUID(), cfg.Format, strings.Join(cfg.KeyColumns, ","), cfg.Partitions, cfg.SchemaMode)}
+	partitions := strconv.Itoa(int(cfg.Partitions))
+	if changelog.IsRawTable(meta.Properties()) {
+		// A raw record stays in the partition it was produced to: added
+		// partitions move none (offsets.OpenGrowing).
+		partitions = "raw"
+	}
+	enc := &Encoding{Name: fmt.Sprintf("table=%s format=%s key=%s partitions=%s schema-mode=%s",
+		meta.TableUUID(), cfg.Format, strings.Join(cfg.KeyColumns, ","), partitions, cfg.SchemaMode)}
 	if cfg.SchemaMode != SchemaAsWritten {
 		enc.schema = meta.CurrentSchema()
 		enc.Name += fmt.Sprintf(" schema=%d", enc.schema.ID)

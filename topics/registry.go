@@ -235,7 +235,7 @@ func (r *Registry) refreshTables(ctx context.Context) {
 	var started []*watcher
 	for name, src := range srcs {
 		if w, ok := r.watchers[name]; ok {
-			if w.src.regPaths == src.regPaths {
+			if w.src.regPaths == src.regPaths && !w.reopen.Load() {
 				continue
 			}
 			r.retireLocked(name, w)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/iceberg-go/table"
@@ -56,6 +58,10 @@ type watcher struct {
 	// kick asks for a poll now (Registry.Kick): a commit through this
 	// gateway wakes its consumers without waiting for the poll interval.
 	kick chan struct{}
+	// reopen is set when the table's configuration of the topic changed:
+	// the registry replaces this watcher with one that opens the topic
+	// anew.
+	reopen atomic.Bool
 }
 
 func newWatcher(parent context.Context, r *Registry, name string, src tableSource, prev *watcher) *watcher {
@@ -226,6 +232,11 @@ func (w *watcher) sync(ctx context.Context) error {
 		if err := w.openTopic(ctx, tbl); err != nil {
 			return err
 		}
+	} else if changed, err := w.configChanged(tbl); err != nil || changed {
+		// A changed lakegw.* property (IncrementalAlterConfigs,
+		// CreatePartitions) reshapes the topic: a successor opens it
+		// with the new configuration while this one serves on.
+		return err
 	} else if err := w.followSchema(ctx, tbl); err != nil {
 		return err
 	}
@@ -267,7 +278,13 @@ func (w *watcher) openTopic(ctx context.Context, tbl *table.Table) error {
 	if err != nil {
 		return err
 	}
-	idx, err := offsets.Open(ctx, w.r.store, w.name, tbl.Metadata().TableUUID().String(), cfg.Partitions)
+	open := offsets.Open
+	if changelog.IsRawTable(tbl.Properties()) {
+		// Partitions are only ever added to a raw topic, and its records
+		// stay where they were produced.
+		open = offsets.OpenGrowing
+	}
+	idx, err := open(ctx, w.r.store, w.name, tbl.Metadata().TableUUID().String(), cfg.Partitions)
 	if err != nil {
 		return err
 	}
@@ -286,6 +303,24 @@ func (w *watcher) openTopic(ctx context.Context, tbl *table.Table) error {
 	}
 	w.topic = t
 	return nil
+}
+
+// configChanged reports whether tbl's properties configure the topic
+// otherwise than when it was opened, and then asks the registry for a
+// successor (Registry.refreshTables reopens a watcher marked reopen).
+func (w *watcher) configChanged(tbl *table.Table) (bool, error) {
+	cfg, err := w.r.cfg.Defaults.withTableProps(tbl.Properties())
+	if err != nil {
+		return false, err
+	}
+	if reflect.DeepEqual(cfg, w.topic.Config) {
+		return false, nil
+	}
+	if !w.reopen.Swap(true) {
+		w.log.Info().Msg("the table's topic configuration changed; reopening the topic")
+		w.r.Relist()
+	}
+	return true, nil
 }
 
 // followSchema writes the topic's records in tbl's current schema from
