@@ -104,7 +104,7 @@ func (s *seqState) accept(b *Batch, t *ticket, now time.Time) (dup *batchMeta, e
 			}
 		}
 		if e.last != noSequence && !inSequence(e.last, first) {
-			if first <= e.last && last <= e.last {
+			if behind(e.last, first) {
 				return nil, fmt.Errorf("%w: producer %d partition %d sequence %d..%d was written before (last is %d)",
 					ErrDuplicateSequence, b.ProducerID, b.Partition, first, last, e.last)
 			}
@@ -214,22 +214,62 @@ func (s *seqState) committed(group []*ticket) {
 
 // failed forgets every pending batch: a failed commit fails every batch
 // waiting on the table, so each producer is back at its committed state
-// and its retries are accepted in order.
+// and its retries are accepted in order. A producer none of whose batches
+// was ever committed is kept, expecting the first failed batch again: a
+// later batch of its must not pass as a new producer's start while the
+// failed ones are retried.
 func (s *seqState) failed() {
-	for k, e := range s.m {
+	for _, e := range s.m {
+		firstFailed, any := int32(0), false
 		kept := e.recent[:0]
 		for _, m := range e.recent {
 			if m.pending == nil {
 				kept = append(kept, m)
+			} else if !any {
+				firstFailed, any = m.first, true
 			}
 		}
 		e.recent = kept
-		if !e.committed {
-			delete(s.m, k)
-			continue
+		switch {
+		case e.committed:
+			e.epoch, e.last = e.committedEpoch, e.committedLast
+		case any:
+			e.last = before(firstFailed)
 		}
-		e.epoch, e.last = e.committedEpoch, e.committedLast
 	}
+}
+
+// hole records that b was refused before its sequence was checked (no
+// memory for it): a producer this table has no state of expects b's first
+// sequence next, so its later batches cannot pass as a new start.
+func (s *seqState) hole(b *Batch) {
+	if b.ProducerID < 0 {
+		return
+	}
+	k := seqKey{b.ProducerID, b.Partition}
+	if _, ok := s.m[k]; ok {
+		return // its state already orders the retry
+	}
+	s.evictIfFull()
+	s.m[k] = &seqEntry{epoch: b.ProducerEpoch, committedEpoch: b.ProducerEpoch, last: before(b.BaseSequence), committedLast: noSequence}
+}
+
+// behind says whether a batch starting at first lies before the one
+// expected after last: within the 2^30 sequence numbers below it, where
+// sequences wrap at MaxInt32 (a batch further away is a gap ahead).
+func behind(last, first int32) bool {
+	const space = int64(1) << 31
+	expected := (int64(last) + 1) % space
+	d := ((expected-int64(first))%space + space) % space
+	return d > 0 && d <= space/2
+}
+
+// before is the sequence number preceding seq (they wrap at MaxInt32).
+func before(seq int32) int32 {
+	if seq == 0 {
+		return math.MaxInt32
+	}
+	return seq - 1
 }
 
 // summaryProducer is one producer partition's state in a snapshot summary.

@@ -142,22 +142,39 @@ func (s *Service) Submit(ctx context.Context, topic string, batches []Batch) *Su
 		}
 		start := time.Now()
 		if err := s.pending.Acquire(ctx, t.size); err != nil {
+			w.mu.Lock()
+			w.seq.hole(b) // a later batch of its producer must not pass it
+			w.mu.Unlock()
 			sub.results[i] = Result{BaseOffset: -1, Err: err}
 			continue
 		}
 		sub.throttled += time.Since(start)
 		w.mu.Lock()
+		if w.closed {
+			// Stopped under this request (a deleted topic, a restart):
+			// the client retries and meets the topic as it is now.
+			w.mu.Unlock()
+			s.release(t.size)
+			sub.results[i] = Result{BaseOffset: -1, Err: ErrClosed}
+			continue
+		}
 		dup, err := w.seq.accept(b, t, time.Now())
+		var dupOffset int64
+		var dupTicket *ticket
+		if dup != nil {
+			// Read under the lock: a commit or a failure changes it.
+			dupOffset, dupTicket = dup.offset, dup.pending
+		}
 		if err != nil || dup != nil {
 			w.mu.Unlock()
 			s.release(t.size)
 			switch {
 			case err != nil:
 				sub.results[i] = Result{BaseOffset: -1, Err: err}
-			case dup.pending == nil:
-				sub.results[i] = Result{BaseOffset: dup.offset}
+			case dupTicket == nil:
+				sub.results[i] = Result{BaseOffset: dupOffset}
 			default:
-				sub.tickets[i] = dup.pending // a retry of a batch still being committed
+				sub.tickets[i] = dupTicket // a retry of a batch still being committed
 			}
 			continue
 		}
@@ -261,6 +278,9 @@ func (s *Service) stopWriter(topic string) {
 	delete(s.writers, topic)
 	s.mu.Unlock()
 	if w != nil {
+		w.mu.Lock()
+		w.closed = true // no Submit queues to it from now on
+		w.mu.Unlock()
 		w.stop()
 		<-w.done
 	}

@@ -24,7 +24,10 @@ type writer struct {
 	interval time.Duration
 	log      zerolog.Logger
 
-	mu     sync.Mutex
+	mu sync.Mutex
+	// closed is set once run stops taking batches: Submit refuses
+	// rather than queue a batch no commit would take.
+	closed bool
 	seq    *seqState
 	queue  []*ticket
 	queued int64 // bytes in queue
@@ -154,9 +157,10 @@ func (w *writer) producersSummary(group []*ticket, bases []int64) (iceberg.Prope
 	return iceberg.Properties{SummaryProducers: v}, nil
 }
 
-// failQueued fails every queued batch.
+// failQueued fails every queued batch and closes the writer.
 func (w *writer) failQueued(err error) {
 	w.mu.Lock()
+	w.closed = true
 	q := w.queue
 	w.queue, w.queued = nil, 0
 	w.seq.failed()

@@ -1,0 +1,48 @@
+package produce
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+func batchOf(pid int64, epoch int16, first int32, n int) *Batch {
+	return &Batch{ProducerID: pid, ProducerEpoch: epoch, BaseSequence: first, Records: make([]Record, n)}
+}
+
+// A new producer's first batches fail with their commit: a later batch
+// must not be taken as the producer's start (its retry of the failed ones
+// would then be refused as duplicates and lost); the retries are accepted
+// in order.
+func TestFailedCommitKeepsANewProducersOrder(t *testing.T) {
+	s := newSeqState()
+	now := time.Now()
+	t1, t2 := &ticket{}, &ticket{}
+	for i, b := range []*Batch{batchOf(7, 0, 0, 10), batchOf(7, 0, 10, 10)} {
+		if dup, err := s.accept(b, []*ticket{t1, t2}[i], now); err != nil || dup != nil {
+			t.Fatalf("batch %d: %v %v", i, dup, err)
+		}
+	}
+	s.failed()
+	if _, err := s.accept(batchOf(7, 0, 20, 10), &ticket{}, now); !errors.Is(err, ErrOutOfOrderSequence) {
+		t.Fatalf("a batch after the failed ones: %v, want ErrOutOfOrderSequence", err)
+	}
+	for i, b := range []*Batch{batchOf(7, 0, 0, 10), batchOf(7, 0, 10, 10), batchOf(7, 0, 20, 10)} {
+		if dup, err := s.accept(b, &ticket{}, now); err != nil || dup != nil {
+			t.Fatalf("retry %d: %v %v", i, dup, err)
+		}
+	}
+}
+
+// A batch refused before its sequence was checked (no memory) leaves a
+// hole the producer's next batch cannot jump.
+func TestRefusedBatchLeavesAHole(t *testing.T) {
+	s := newSeqState()
+	s.hole(batchOf(9, 0, 0, 5))
+	if _, err := s.accept(batchOf(9, 0, 5, 5), &ticket{}, time.Now()); !errors.Is(err, ErrOutOfOrderSequence) {
+		t.Fatalf("the batch after a refused one: %v, want ErrOutOfOrderSequence", err)
+	}
+	if _, err := s.accept(batchOf(9, 0, 0, 5), &ticket{}, time.Now()); err != nil {
+		t.Fatalf("the refused batch again: %v", err)
+	}
+}
