@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"io/fs"
 	"strconv"
 	"testing"
 	"time"
@@ -247,23 +249,30 @@ func requireDemoRows(t *testing.T, what string, got map[int64]demoRow, want map[
 func demoPinnedLog(t *testing.T, cat catalog.Catalog) (*table.Table, *changelog.PinnedLog) {
 	t.Helper()
 	ctx := context.Background()
-	tbl, err := cat.LoadTable(ctx, quickstart.DefaultTable())
-	if err != nil {
-		t.Fatal(err)
+	for attempt := 1; ; attempt++ {
+		tbl, err := cat.LoadTable(ctx, quickstart.DefaultTable())
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := tbl.Properties()[changelog.PropPinnedLog]
+		if p == "" {
+			return tbl, nil
+		}
+		fsys, err := tbl.FS(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := changelog.ReadPinnedLog(fsys, p)
+		if errors.Is(err, fs.ErrNotExist) && attempt < 10 {
+			// Maintenance replaced the log (and removed this one)
+			// between the load and the read: look again.
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tbl, l
 	}
-	p := tbl.Properties()[changelog.PropPinnedLog]
-	if p == "" {
-		return tbl, nil
-	}
-	fsys, err := tbl.FS(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := changelog.ReadPinnedLog(fsys, p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tbl, l
 }
 
 // demoImage decodes a debezium-json record of the demo topic.

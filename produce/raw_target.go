@@ -2,7 +2,6 @@ package produce
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"iter"
 	"slices"
@@ -25,9 +24,11 @@ type rawTarget struct {
 	ident      table.Identifier
 	partitions int32
 	log        zerolog.Logger
-	// tbl is the head as last committed or loaded (the writer's goroutine
+	// tbl is the head as last committed or loaded, lastBases the offsets
+	// the last commit attempt wrote its rows at (the writer's goroutine
 	// only).
-	tbl *table.Table
+	tbl       *table.Table
+	lastBases []int64
 }
 
 // prepare: any record fits a raw topic.
@@ -40,35 +41,34 @@ func (r *rawTarget) commit(ctx context.Context, group []*ticket, producers func(
 		files     []iceberg.DataFile
 		filesEnds []int64
 	)
-	defer func() {
-		if err != nil && files != nil && lake.IsCommitConflict(errors.Unwrap(err)) {
-			r.removeFiles(ctx, files)
-		}
-	}()
 	for attempt := 1; ; attempt++ {
 		tbl := r.tbl
 		if tbl == nil || attempt > 1 {
 			if tbl, err = r.cat.LoadTable(ctx, r.ident); err != nil {
+				if files != nil {
+					r.removeFiles(ctx, r.tbl, files)
+				}
 				return nil, 0, fmt.Errorf("load %s: %w", r.topic, err)
 			}
 		}
 		ends, err := rawEnds(ctx, tbl, r.partitions)
 		if err != nil {
+			r.removeFiles(ctx, tbl, files)
 			return nil, 0, err
 		}
 		if files == nil || !slices.Equal(ends, filesEnds) {
 			// Offsets moved (another writer of the table): the rows are
 			// written again at the new ones.
-			if files != nil {
-				r.removeFiles(ctx, files)
-			}
+			r.removeFiles(ctx, tbl, files)
 			if files, bases, err = r.writeFiles(ctx, tbl, ends, group); err != nil {
 				return nil, 0, err
 			}
 			filesEnds = ends
+			r.lastBases = bases
 		}
 		props, err := r.summary(ends, group, bases, producers)
 		if err != nil {
+			r.removeFiles(ctx, tbl, files)
 			return nil, 0, err
 		}
 		committed, err := commitFiles(ctx, tbl, files, props)
@@ -76,13 +76,41 @@ func (r *rawTarget) commit(ctx context.Context, group []*ticket, producers func(
 			r.tbl = committed
 			return bases, committed.CurrentSnapshot().SnapshotID, nil
 		}
-		if !lake.IsCommitConflict(err) || attempt >= maxCommitAttempts || ctx.Err() != nil {
-			// After anything but a clean conflict the files may be
-			// live: they stay (orphan cleanup removes them if not).
-			r.tbl = nil
-			return nil, 0, fmt.Errorf("commit to %s: %w", r.topic, err)
+		if lake.IsCommitConflict(err) {
+			if attempt < maxCommitAttempts && ctx.Err() == nil {
+				continue
+			}
+			// The catalog took none of it: the files are garbage now.
+			r.removeFiles(ctx, tbl, files)
+			return nil, 0, fmt.Errorf("commit to %s: gave up after %d conflicts: %w", r.topic, attempt, err)
 		}
+		// After anything but a clean conflict the catalog may have taken
+		// the commit: the files stay (orphan cleanup removes them if it
+		// did not), and the writer finds out (writer.resolve).
+		r.tbl = nil
+		return nil, 0, &maybeCommitted{fmt.Errorf("commit to %s: %w", r.topic, err)}
 	}
+}
+
+// find looks for the commit id names among the table's snapshots: the
+// outcome of a commit whose answer was lost. Its bases are those the last
+// attempt wrote the rows at.
+func (r *rawTarget) find(ctx context.Context, id string, group []*ticket) ([]int64, int64, bool, error) {
+	tbl, err := r.cat.LoadTable(ctx, r.ident)
+	if err != nil {
+		return nil, 0, false, err
+	}
+	snap := findCommit(tbl, id)
+	if snap == nil {
+		return nil, 0, false, nil
+	}
+	r.tbl = tbl
+	return r.lastBases, snap.SnapshotID, true, nil
+}
+
+// load is the table as it is now.
+func (r *rawTarget) load(ctx context.Context) (*table.Table, error) {
+	return r.cat.LoadTable(ctx, r.ident)
 }
 
 // summary is the snapshot summary of a commit of group at ends: the
@@ -140,7 +168,7 @@ func (r *rawTarget) writeFiles(ctx context.Context, tbl *table.Table, ends []int
 	var files []iceberg.DataFile
 	for df, err := range table.WriteRecords(ctx, tbl, rawArrowSchema, iter.Seq2[arrow.RecordBatch, error](batches)) {
 		if err != nil {
-			r.removeFiles(ctx, files)
+			r.removeFiles(ctx, tbl, files)
 			return nil, nil, fmt.Errorf("write %s data files: %w", r.topic, err)
 		}
 		files = append(files, df)
@@ -161,17 +189,13 @@ func commitFiles(ctx context.Context, tbl *table.Table, files []iceberg.DataFile
 	return lake.CommitOrClean(ctx, tbl, tx)
 }
 
-func (r *rawTarget) removeFiles(ctx context.Context, files []iceberg.DataFile) {
-	if len(files) == 0 || r.tbl == nil && len(files) == 0 {
-		return
+func (r *rawTarget) removeFiles(ctx context.Context, tbl *table.Table, files []iceberg.DataFile) {
+	if len(files) == 0 || tbl == nil {
+		return // nothing, or no IO to remove them with: orphan cleanup will
 	}
 	paths := make([]string, len(files))
 	for i, f := range files {
 		paths[i] = f.FilePath()
-	}
-	tbl := r.tbl
-	if tbl == nil {
-		return // orphan cleanup removes them
 	}
 	if _, err := lake.RemoveFiles(ctx, tbl, paths); err != nil {
 		r.log.Warn().Err(err).Msg("could not remove the data files of a commit that did not happen; orphan cleanup will")

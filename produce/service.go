@@ -150,6 +150,15 @@ func (s *Service) Submit(ctx context.Context, topic string, batches []Batch) *Su
 		}
 		sub.throttled += time.Since(start)
 		w.mu.Lock()
+		if w.unsure {
+			w.mu.Unlock()
+			if err := w.rereadState(ctx); err != nil {
+				s.release(t.size)
+				sub.results[i] = Result{BaseOffset: -1, Err: err}
+				continue
+			}
+			w.mu.Lock()
+		}
 		if w.closed {
 			// Stopped under this request (a deleted topic, a restart):
 			// the client retries and meets the topic as it is now.

@@ -4,12 +4,15 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/lakegw/lakegw/changelog"
+	"github.com/lakegw/lakegw/lake"
 	"github.com/lakegw/lakegw/lsm"
 )
 
@@ -105,7 +108,11 @@ func (tt *tableTarget) commit(ctx context.Context, group []*ticket, producers fu
 	}
 	res, err := w.Commit(ctx)
 	if err != nil {
-		return nil, 0, err
+		if lake.IsCommitConflict(err) {
+			return nil, 0, err // lsm gave up on conflicts: nothing landed
+		}
+		// Any other failure may follow the catalog's taking the commit.
+		return nil, 0, &maybeCommitted{err}
 	}
 	bases := make([]int64, len(group))
 	for i, t := range group {
@@ -153,4 +160,44 @@ func (tt *tableTarget) evolveFor(ops []rowOp) error {
 	}
 	tt.checker = checker
 	return nil
+}
+
+// find looks for the commit id names: its summary's counts and ends give
+// each batch's base, as commit does.
+func (tt *tableTarget) find(ctx context.Context, id string, group []*ticket) ([]int64, int64, bool, error) {
+	tbl, err := tt.cat.LoadTable(ctx, tt.ident)
+	if err != nil {
+		return nil, 0, false, err
+	}
+	snap := findCommit(tbl, id)
+	if snap == nil {
+		return nil, 0, false, nil
+	}
+	n, err := strconv.Atoi(tbl.Properties()[changelog.PropPartitions])
+	if err != nil || n < 1 {
+		return nil, 0, false, fmt.Errorf("table topic: %s=%q", changelog.PropPartitions, tbl.Properties()[changelog.PropPartitions])
+	}
+	counts, _, err := changelog.CountsFromSummary(tbl.Properties(), snap, int32(n))
+	if err != nil {
+		return nil, 0, false, err
+	}
+	ends, ok, err := changelog.LSMEnds(tbl.Metadata(), snap, n)
+	if err != nil {
+		return nil, 0, false, err
+	}
+	bases := make([]int64, len(group))
+	for i, t := range group {
+		p := t.batch.Partition
+		if !ok || counts == nil || int(p) >= n {
+			bases[i] = -1
+			continue
+		}
+		bases[i] = ends[p] - counts[p]
+	}
+	return bases, snap.SnapshotID, true, nil
+}
+
+// load is the table as it is now.
+func (tt *tableTarget) load(ctx context.Context) (*table.Table, error) {
+	return tt.cat.LoadTable(ctx, tt.ident)
 }

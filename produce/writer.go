@@ -2,11 +2,15 @@ package produce
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
 
 	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
 	"github.com/rs/zerolog"
 )
 
@@ -28,6 +32,10 @@ type writer struct {
 	// closed is set once run stops taking batches: Submit refuses
 	// rather than queue a batch no commit would take.
 	closed bool
+	// unsure is set when a commit's outcome could not be found out: the
+	// producers' state is read from the table (rereadState) before the next
+	// batch is checked against it.
+	unsure bool
 	seq    *seqState
 	queue  []*ticket
 	queued int64 // bytes in queue
@@ -46,7 +54,27 @@ type target interface {
 	// summary(bases) (bases: each batch's first offset, nil where the
 	// commit decides them) and returns each batch's first offset.
 	commit(ctx context.Context, group []*ticket, summary func(bases []int64) (iceberg.Properties, error)) (bases []int64, snapshotID int64, err error)
+	// find looks for the commit whose summary carries id (SummaryCommitID)
+	// after commit failed with maybeCommitted: found, it returns the bases
+	// that commit gave group.
+	find(ctx context.Context, id string, group []*ticket) (bases []int64, snapshotID int64, found bool, err error)
+	// load is the table as it is now.
+	load(ctx context.Context) (*table.Table, error)
 }
+
+// SummaryCommitID names each produce commit in its snapshot summary, so
+// that a commit whose answer was lost (a catalog timeout) can be found.
+const SummaryCommitID = "lakegw.produce-commit"
+
+// maybeCommitted is a commit failure after which the catalog may have
+// taken the commit.
+type maybeCommitted struct{ err error }
+
+func (e *maybeCommitted) Error() string { return "outcome unknown: " + e.err.Error() }
+func (e *maybeCommitted) Unwrap() error { return e.err }
+
+// resolveAttempts bounds the looks for a commit whose answer was lost.
+const resolveAttempts = 5
 
 // maxCommitAttempts bounds the retries of a commit that keeps losing to
 // other committers (maintenance, another gateway).
@@ -101,11 +129,27 @@ func (w *writer) run(ctx context.Context) {
 // commitGroup commits group and wakes its requests.
 func (w *writer) commitGroup(ctx context.Context, group []*ticket) {
 	start := time.Now()
+	id := newCommitID()
 	bases, snapshotID, err := w.target.commit(ctx, group, func(bases []int64) (iceberg.Properties, error) {
-		return w.producersSummary(group, bases)
+		props, err := w.producersSummary(group, bases)
+		if err == nil {
+			props[SummaryCommitID] = id
+		}
+		return props, err
 	})
+	unsure := false
+	var maybe *maybeCommitted
+	if errors.As(err, &maybe) {
+		// Answered nothing: the commit may be in the table. Failing its
+		// batches then would have their retries written twice.
+		bases, snapshotID, unsure, err = w.resolve(ctx, id, group, err)
+	}
 	w.mu.Lock()
 	if err != nil {
+		// The producers' state is read again from the table before the
+		// next batch is taken, when no one knows whether it holds this
+		// group.
+		w.unsure = w.unsure || unsure
 		// Every batch accepted since depends on this group's sequences:
 		// all fail, and every producer retries from its committed state.
 		rest := w.queue
@@ -132,6 +176,62 @@ func (w *writer) commitGroup(ctx context.Context, group []*ticket) {
 	if w.svc.cfg.OnCommit != nil {
 		w.svc.cfg.OnCommit(w.topic)
 	}
+}
+
+// resolve finds out whether the commit named id is in the table after its
+// answer was lost: found, the group succeeded; known absent, cause stands;
+// unknown after resolveAttempts looks, cause stands and unsure is true.
+func (w *writer) resolve(ctx context.Context, id string, group []*ticket, cause error) ([]int64, int64, bool, error) {
+	wait := 100 * time.Millisecond
+	for attempt := 1; attempt <= resolveAttempts; attempt++ {
+		bases, snapshotID, found, err := w.target.find(ctx, id, group)
+		switch {
+		case err == nil && found:
+			w.log.Info().Err(cause).Int64("snapshot_id", snapshotID).Msg("a commit that answered with an error is in the table: its batches succeeded")
+			return bases, snapshotID, false, nil
+		case err == nil:
+			return nil, 0, false, cause
+		}
+		w.log.Warn().Err(err).Int("attempt", attempt).Msg("cannot tell whether a commit landed; looking again")
+		select {
+		case <-ctx.Done():
+			return nil, 0, true, cause
+		case <-time.After(wait):
+		}
+		wait *= 2
+	}
+	return nil, 0, true, cause
+}
+
+// rereadState reads the producers' state from the table again after a commit
+// whose outcome is unknown: whatever the table holds is what retries are
+// checked against. Called by Submit without w.mu.
+func (w *writer) rereadState(ctx context.Context) error {
+	tbl, err := w.target.load(ctx)
+	if err != nil {
+		return fmt.Errorf("%w: reading the producers' state after a commit of unknown outcome: %w", ErrCommitFailed, err)
+	}
+	seq, err := restore(tbl)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrCommitFailed, err)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.unsure && len(w.queue) == 0 {
+		w.seq, w.unsure = seq, false
+	}
+	return nil
+}
+
+// newCommitID names one commit (SummaryCommitID).
+func newCommitID() string {
+	var b [12]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		// crypto/rand does not fail on Linux; a clock value still names
+		// a commit well enough to be found again.
+		return fmt.Sprintf("t%x", time.Now().UnixNano())
+	}
+	return hex.EncodeToString(b[:])
 }
 
 // producersSummary is the summary property carrying the state of the
@@ -169,4 +269,21 @@ func (w *writer) failQueued(err error) {
 		t.finish(-1, err)
 		w.svc.release(t.size)
 	}
+}
+
+// findCommit is the snapshot of tbl's main history whose summary names
+// commit id, or nil.
+func findCommit(tbl *table.Table, id string) *table.Snapshot {
+	meta := tbl.Metadata()
+	seen := 0
+	for snap := tbl.CurrentSnapshot(); snap != nil && seen <= len(meta.Snapshots()); seen++ {
+		if snap.Summary != nil && snap.Summary.Properties[SummaryCommitID] == id {
+			return snap
+		}
+		if snap.ParentSnapshotID == nil {
+			return nil
+		}
+		snap = meta.SnapshotByID(*snap.ParentSnapshotID)
+	}
+	return nil
 }

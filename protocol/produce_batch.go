@@ -74,7 +74,10 @@ func decodeBatch(partition int32, raw []byte) (produce.Batch, *batchError) {
 	}
 	body := rb.Records
 	if codec := byte(rb.Attributes & attrCodecMask); codec != 0 {
-		out, err := decompressor.Decompress(body, kgo.CompressionCodecType(codec))
+		out, err := decompressBounded(body, codec)
+		if errors.Is(err, errTooLarge) {
+			return produce.Batch{}, refuse(kerr.MessageTooLarge, "%v", err)
+		}
 		if err != nil {
 			return produce.Batch{}, refuse(kerr.CorruptMessage, "decompress records (codec %d): %v", codec, err)
 		}

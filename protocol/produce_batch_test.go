@@ -1,11 +1,14 @@
 package protocol
 
 import (
+	"bytes"
 	"encoding/binary"
+	"fmt"
 	"hash/crc32"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -66,5 +69,50 @@ func TestDecodeBatchRefusesOldMagicAndTwoBatches(t *testing.T) {
 	}
 	if _, err := decodeBatch(0, raw[:30]); err == nil || err.code != kerr.CorruptMessage {
 		t.Fatalf("short batch: %v", err)
+	}
+}
+
+// compressedBatch is a batch of recs compressed with codec (Kafka's
+// numbering), as a producer frames it.
+func compressedBatch(t *testing.T, body []byte, n int32, codec kgo.CompressionCodec, id int16) []byte {
+	t.Helper()
+	comp, err := kgo.DefaultCompressor(codec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	out, _ := comp.Compress(&buf, body)
+	rb := kmsg.RecordBatch{Magic: 2, Attributes: id, LastOffsetDelta: n - 1, NumRecords: n, ProducerID: -1, FirstSequence: -1, Records: out}
+	raw := rb.AppendTo(nil)
+	binary.BigEndian.PutUint32(raw[8:], uint32(len(raw)-12))
+	binary.BigEndian.PutUint32(raw[17:], crc32.Checksum(raw[21:], crc32.MakeTable(crc32.Castagnoli)))
+	return raw
+}
+
+// Every codec decodes; a batch that decompresses past the bound (a
+// "bomb": a few hundred KB of zeros that inflate to 80 MiB) is refused
+// with MESSAGE_TOO_LARGE before it is held whole.
+func TestDecodeBatchBoundsDecompression(t *testing.T) {
+	var body []byte
+	for i := range 3 {
+		r := record("k", fmt.Sprint("value ", i))
+		r.OffsetDelta = int32(i)
+		r.Length = 0
+		r.Length = int32(len(r.AppendTo(nil)) - 1)
+		body = r.AppendTo(body)
+	}
+	codecs := map[string]struct {
+		c  kgo.CompressionCodec
+		id int16
+	}{"gzip": {kgo.GzipCompression(), 1}, "snappy": {kgo.SnappyCompression(), 2}, "lz4": {kgo.Lz4Compression(), 3}, "zstd": {kgo.ZstdCompression(), 4}}
+	bomb := make([]byte, 80<<20)
+	for name, c := range codecs {
+		b, err := decodeBatch(0, compressedBatch(t, body, 3, c.c, c.id))
+		if err != nil || len(b.Records) != 3 || string(b.Records[2].Value) != "value 2" {
+			t.Fatalf("%s: %v %+v", name, err, b)
+		}
+		if _, err := decodeBatch(0, compressedBatch(t, bomb, 1, c.c, c.id)); err == nil || err.code != kerr.MessageTooLarge {
+			t.Fatalf("%s bomb: %v, want MESSAGE_TOO_LARGE", name, err)
+		}
 	}
 }
