@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
@@ -128,6 +129,9 @@ func (tt *tableTarget) commit(ctx context.Context, group []*ticket, producers fu
 	return bases, res.SnapshotID, nil
 }
 
+// evolveTimeout bounds one schema evolution.
+const evolveTimeout = 30 * time.Second
+
 // evolveFor adds the columns ops bring that the table lacks, and renews
 // the checker on the new schema. Called with tt.mu held.
 func (tt *tableTarget) evolveFor(ops []rowOp) error {
@@ -150,7 +154,10 @@ func (tt *tableTarget) evolveFor(ops []rowOp) error {
 	if len(cols) == 0 {
 		return nil
 	}
-	ctx := context.Background()
+	// Held under tt.mu: bounded, so a stuck catalog cannot hold every
+	// producer of the topic for longer.
+	ctx, cancel := context.WithTimeout(context.Background(), evolveTimeout)
+	defer cancel()
 	if err := addColumns(ctx, tt.cat, tt.ident, cols); err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package protocol
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -130,11 +131,13 @@ func handleProduce(ctx context.Context, c *conn, req *kmsg.ProduceRequest) (kmsg
 	}
 	resp.ThrottleMillis = int32(throttled / time.Millisecond)
 	if req.Acks == 0 {
-		// acks=0 producers read no response, and Kafka sends none.
+		// acks=0 producers read no response, and Kafka sends none; on an
+		// error it closes the connection, so that the client refreshes
+		// its metadata rather than keep sending where nothing is taken.
 		for _, rt := range resp.Topics {
 			for _, rp := range rt.Partitions {
 				if rp.ErrorCode != 0 {
-					c.log.Debug().Str("topic", rt.Topic).Int32("partition", rp.Partition).Str("error", *rp.ErrorMessage).Msg("acks=0 produce refused")
+					return nil, fmt.Errorf("acks=0 produce to %s/%d refused: %s", rt.Topic, rp.Partition, *rp.ErrorMessage)
 				}
 			}
 		}
