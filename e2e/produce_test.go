@@ -661,3 +661,95 @@ func consumeAllOfPartitions(t *testing.T, addr, topic string, partitions int32, 
 	defer cl.Close()
 	return consumeN(t, cl, n, 30*time.Second)
 }
+
+// IncrementalAlterConfigs changes a produced topic's configs (table
+// properties): a table topic switched from upsert to debezium-json serves
+// and takes debezium-json at once; a bad value, another table's topic and
+// a raw topic's retention are refused.
+func TestAlterProducedTopicConfigs(t *testing.T) {
+	dir := t.TempDir()
+	setupTable(t, dir)
+	g := startGateway(t, dir, "", "--commit-interval", "20ms")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(mustClient(t, g.addr))
+	cfg := map[string]*string{"lakegw.schema": kadm.StringPtr("id long, name string"),
+		"lakegw.primary-key": kadm.StringPtr("id"), "lakegw.format": kadm.StringPtr("upsert")}
+	if resp, err := adm.CreateTopics(ctx, 1, 1, cfg, "alter_me"); err != nil || resp["alter_me"].Err != nil {
+		t.Fatalf("create: %v %v", err, resp["alter_me"].Err)
+	}
+	prod, err := kgo.NewClient(kgo.SeedBrokers(g.addr), kgo.DefaultProduceTopic("alter_me"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	if err := prod.ProduceSync(ctx, &kgo.Record{Key: []byte(`{"id":1}`), Value: []byte(`{"id":1,"name":"a"}`)}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	dreq := kmsg.NewPtrDescribeConfigsRequest()
+	dres := kmsg.NewDescribeConfigsRequestResource()
+	dres.ResourceType, dres.ResourceName = kmsg.ConfigResourceTypeTopic, "alter_me"
+	dreq.Resources = append(dreq.Resources, dres)
+	described, err := dreq.RequestWith(ctx, mustClient(t, g.addr))
+	if err != nil || len(described.Resources) != 1 {
+		t.Fatalf("describe configs: %v", err)
+	}
+	for _, c := range described.Resources[0].Configs {
+		if c.Name == "lakegw.format" && c.ReadOnly {
+			t.Fatal("lakegw.format of a table topic is described read-only")
+		}
+	}
+	alter := func(topic, key, value string) error {
+		resp, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: key, Value: kadm.StringPtr(value)}}, topic)
+		if err != nil {
+			return err
+		}
+		r, err := resp.On(topic, nil)
+		if err != nil {
+			return err
+		}
+		return r.Err
+	}
+	if err := alter("alter_me", "lakegw.format", "debezium-json"); err != nil {
+		t.Fatalf("alter the format: %v", err)
+	}
+	if err := alter("alter_me", "lakegw.batch-records", "lots"); !errors.Is(err, kerr.InvalidConfig) {
+		t.Fatalf("a bad value: %v, want INVALID_CONFIG", err)
+	}
+	if err := alter(topic, "lakegw.format", "json"); !errors.Is(err, kerr.PolicyViolation) {
+		t.Fatalf("another table's topic: %v, want POLICY_VIOLATION", err)
+	}
+	createRawTopic(t, g.addr, "alter_raw", 1)
+	if err := alter("alter_raw", "retention.ms", "1000"); !errors.Is(err, kerr.InvalidConfig) {
+		t.Fatalf("a raw topic's retention: %v, want INVALID_CONFIG", err)
+	}
+	if err := alter("alter_raw", "lakegw.commit.interval.ms", "5"); err != nil {
+		t.Fatalf("a raw topic's commit interval: %v", err)
+	}
+	// The topic speaks debezium-json now, both ways.
+	dbz := []byte(`{"before":null,"after":{"id":2,"name":"b"},"op":"c"}`)
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		err := prod.ProduceSync(ctx, &kgo.Record{Key: []byte(`{"id":2}`), Value: dbz}).FirstErr()
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a debezium-json record after the change: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		recs := consumeAllOf(t, g.addr, "alter_me", 1)
+		var v struct {
+			Op    string          `json:"op"`
+			After json.RawMessage `json:"after"`
+		}
+		if err := json.Unmarshal(recs[0].Value, &v); err == nil && v.Op != "" && len(v.After) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the topic still serves %q, not debezium-json", recs[0].Value)
+		}
+	}
+}

@@ -108,9 +108,9 @@ func newTopicIdent(topic string, partitions int32) (table.Identifier, error) {
 	return ident, nil
 }
 
-// topicConfigs are the Kafka topic configs a raw topic keeps as table
-// properties.
-var topicConfigs = map[string]bool{"retention.ms": true, "retention.bytes": true, ConfigCommitInterval: true}
+// kafkaRetention maps Kafka's retention configs to the table properties a
+// table topic keeps them in.
+var kafkaRetention = map[string]string{"retention.ms": changelog.PropRetentionMs, "retention.bytes": changelog.PropRetentionBytes}
 
 // rawPartitions is a raw topic's partition count.
 func rawPartitions(tbl *table.Table) (int32, error) {
@@ -169,8 +169,12 @@ func (s *Service) CreateTableTopic(ctx context.Context, topic string, partitions
 				return fmt.Errorf("%w: %s=%q: want upsert, debezium-json, canal-json or json", ErrInvalidConfig, k, v)
 			}
 			co.Properties[k] = v
-		case topicConfigs[k]:
+		case k == ConfigCommitInterval:
 			co.Properties[k] = v
+		case kafkaRetention[k] != "":
+			// A table topic keeps its changelog for the topic's
+			// retention, past snapshot expiry.
+			co.Properties[kafkaRetention[k]] = v
 		default:
 			return fmt.Errorf("%w: config %q does not apply to a table topic", ErrInvalidConfig, k)
 		}

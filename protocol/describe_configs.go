@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/lakegw/lakegw/produce"
 	"github.com/lakegw/lakegw/topics"
 )
 
@@ -17,8 +18,10 @@ import (
 // documentation. v4: flexible. Topics report how lakegw serves them (format,
 // compression, partitions), their real retention (retention.ms,
 // retention.bytes, cleanup.policy), how far consumers may hold history
-// (lakegw.consumer.max-pin) and who does (lakegw.pinned-by). Every entry is
-// read-only: a topic is configured through its table's properties.
+// (lakegw.consumer.max-pin) and who does (lakegw.pinned-by). A topic is
+// configured through its table's properties: the entries are read-only,
+// but for the topics of tables lakegw writes, whose configs
+// IncrementalAlterConfigs changes (produce.Alterable).
 func init() { register(kmsg.DescribeConfigs, 0, 4, handleDescribeConfigs) }
 
 // PinReporter describes what holds a topic's table history in place: the
@@ -53,6 +56,12 @@ func handleDescribeConfigs(ctx context.Context, c *conn, req *kmsg.DescribeConfi
 			m := "lakegw describes topic and broker configs only"
 			out.ErrorMessage = &m
 		}
+		var props map[string]string
+		if rr.ResourceType == kmsg.ConfigResourceTypeTopic && out.ErrorCode == 0 {
+			if t, ok := c.s.reg.Topic(rr.ResourceName); ok && t.Table() != nil {
+				props = t.Table().Properties()
+			}
+		}
 		for _, kv := range configs {
 			if rr.ConfigNames != nil && !slices.Contains(rr.ConfigNames, kv[0]) {
 				continue
@@ -61,7 +70,8 @@ func handleDescribeConfigs(ctx context.Context, c *conn, req *kmsg.DescribeConfi
 			cfg.Name = kv[0]
 			v := kv[1]
 			cfg.Value = &v
-			cfg.ReadOnly = true
+			// A topic lakegw writes takes IncrementalAlterConfigs.
+			cfg.ReadOnly = props == nil || !produce.Alterable(props, kv[0])
 			cfg.Source = kmsg.ConfigSourceDefaultConfig
 			out.Configs = append(out.Configs, cfg)
 		}

@@ -154,6 +154,14 @@ func (c TopicConfig) withTableProps(props iceberg.Properties) (TopicConfig, erro
 	return c, c.Validate()
 }
 
+// CheckTableProps reports what of a table's lakegw.* properties no topic
+// could be served with: the one parser of them, for a change proposed
+// through IncrementalAlterConfigs before it is committed.
+func CheckTableProps(props iceberg.Properties) error {
+	_, err := DefaultTopicConfig().withTableProps(props)
+	return err
+}
+
 // Validate reports a setting no topic can be served with; serve checks its
 // defaults with it before serving anything.
 func (c TopicConfig) Validate() error {
