@@ -149,7 +149,7 @@ func EncodeLSMCounts(counts []int64) string {
 // snapshot (compaction) has no records. A summary that disagrees with the
 // partition count is an error, not a guess.
 func CountsFromSummary(props iceberg.Properties, s *table.Snapshot, partitions int32) (counts []int64, ok bool, err error) {
-	if !(IsLSMTable(props) || IsRawTable(props)) || s == nil || s.Summary == nil {
+	if !(IsLSMTable(props) || IsRawTable(props) || IsAppendTable(props)) || s == nil || s.Summary == nil {
 		return nil, false, nil
 	}
 	n := max(partitions, 1)

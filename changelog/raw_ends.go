@@ -3,7 +3,9 @@ package changelog
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
@@ -24,6 +26,18 @@ func RawEnds(ctx context.Context, tbl *table.Table, s *table.Snapshot, partition
 	ends, ok, err := LSMEnds(tbl.Metadata(), s, partitions)
 	if err != nil || ok {
 		return ends, err
+	}
+	if IsAppendTable(tbl.Properties()) {
+		// One partition, rows never deleted: the end is the row count.
+		var total int64
+		err := errors.New("no summary")
+		if s.Summary != nil {
+			total, err = strconv.ParseInt(s.Summary.Properties["total-records"], 10, 64)
+		}
+		if err != nil || partitions != 1 {
+			return nil, fmt.Errorf("append table snapshot %d records neither its ends nor its total records", s.SnapshotID)
+		}
+		return []int64{total}, nil
 	}
 	cur := tbl.CurrentSnapshot()
 	if cur == nil {

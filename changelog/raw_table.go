@@ -50,6 +50,17 @@ const (
 // IsRawTable reports whether a table's properties mark it a raw topic's.
 func IsRawTable(props iceberg.Properties) bool { return props[PropRaw] == "true" }
 
+// PropAppend marks the table of an append table topic ("true"): a table
+// with a schema and no primary key that producers append rows to, one per
+// record, through lakegw alone. Its commits carry the same per-partition
+// counts and ends as a raw topic's (one partition), so its offsets are
+// known from its metadata; its rows are served as inserts like any table's.
+const PropAppend = "lakegw.append"
+
+// IsAppendTable reports whether a table's properties mark it an append
+// table topic's.
+func IsAppendTable(props iceberg.Properties) bool { return props[PropAppend] == "true" }
+
 // RawSchema is the schema of a raw topic's table.
 func RawSchema() *iceberg.Schema {
 	return iceberg.NewSchema(0,

@@ -24,13 +24,17 @@ const (
 // alterable maps each config a produced topic takes to the table property
 // it is kept in, per kind of topic ("" for raw: the config exists but only
 // its default is honoured).
-func alterable(raw bool) map[string]string {
+func alterable(props iceberg.Properties) map[string]string {
 	m := map[string]string{
 		propCompression:      propCompression,
 		propBatchRecords:     propBatchRecords,
 		ConfigCommitInterval: ConfigCommitInterval,
 	}
-	if raw {
+	if changelog.IsAppendTable(props) {
+		m[changelog.PropFormat] = changelog.PropFormat
+		return m
+	}
+	if changelog.IsRawTable(props) {
 		m["retention.ms"], m["retention.bytes"] = "", ""
 		return m
 	}
@@ -50,10 +54,10 @@ func alterable(raw bool) map[string]string {
 // Alterable reports whether config can be changed on a produced topic of
 // the given kind (DescribeConfigs marks the others read-only).
 func Alterable(props iceberg.Properties, config string) bool {
-	if !changelog.IsRawTable(props) && !changelog.IsLSMTable(props) {
+	if !changelog.IsRawTable(props) && !changelog.IsLSMTable(props) && !changelog.IsAppendTable(props) {
 		return false
 	}
-	_, ok := alterable(changelog.IsRawTable(props))[config]
+	_, ok := alterable(props)[config]
 	return ok
 }
 
@@ -76,11 +80,10 @@ func (s *Service) AlterTopicConfigs(ctx context.Context, topic string, set map[s
 			return fmt.Errorf("load %s: %w", topic, err)
 		}
 		props := tbl.Properties()
-		raw := changelog.IsRawTable(props)
-		if !raw && !changelog.IsLSMTable(props) {
+		if !changelog.IsRawTable(props) && !changelog.IsLSMTable(props) && !changelog.IsAppendTable(props) {
 			return fmt.Errorf("%w: %s serves a table lakegw does not write: set its lakegw.* table properties with the engine that owns it", ErrReadOnly, topic)
 		}
-		names := alterable(raw)
+		names := alterable(props)
 		updates, removals := iceberg.Properties{}, []string{}
 		for k, v := range set {
 			prop, ok := names[k]

@@ -140,12 +140,15 @@ func (s *Service) CreateTableTopic(ctx context.Context, topic string, partitions
 	if err != nil {
 		return err
 	}
-	if configs[ConfigSchema] == "" || configs[ConfigPrimaryKey] == "" {
-		return fmt.Errorf("%w: a table topic needs %s ('id long, name string, ...') and %s", ErrInvalidConfig, ConfigSchema, ConfigPrimaryKey)
+	if configs[ConfigSchema] == "" {
+		return fmt.Errorf("%w: a table topic needs %s ('id long, name string, ...'), and %s for a primary-key table", ErrInvalidConfig, ConfigSchema, ConfigPrimaryKey)
 	}
 	schema, err := lsm.ParseSchema(configs[ConfigSchema])
 	if err != nil {
 		return fmt.Errorf("%w: %s: %w", ErrInvalidConfig, ConfigSchema, err)
+	}
+	if configs[ConfigPrimaryKey] == "" {
+		return s.createAppendTopic(ctx, topic, ident, partitions, schema, configs, validateOnly)
 	}
 	co := lsm.CreateOptions{Buckets: int(partitions), MergeEngine: configs[ConfigMergeEngine], Properties: iceberg.Properties{}}
 	for _, k := range strings.Split(configs[ConfigPrimaryKey], ",") {
@@ -220,7 +223,7 @@ func (s *Service) DeleteTopic(ctx context.Context, topic string) error {
 	if err != nil {
 		return fmt.Errorf("load %s: %w", topic, err)
 	}
-	if props := tbl.Properties(); !changelog.IsRawTable(props) && !changelog.IsLSMTable(props) {
+	if props := tbl.Properties(); !changelog.IsRawTable(props) && !changelog.IsLSMTable(props) && !changelog.IsAppendTable(props) {
 		return fmt.Errorf("%w: %s is a table lakegw does not write; drop it with the engine that owns it", ErrReadOnly, topic)
 	}
 	s.stopWriter(topic)
@@ -251,6 +254,8 @@ func (s *Service) AddPartitions(ctx context.Context, topic string, partitions in
 		switch {
 		case changelog.IsLSMTable(props):
 			return fmt.Errorf("%w: a table topic's partitions are its table's buckets, fixed when it was created", ErrInvalidPartitions)
+		case changelog.IsAppendTable(props):
+			return fmt.Errorf("%w: an append table topic has one partition", ErrInvalidPartitions)
 		case !changelog.IsRawTable(props):
 			return fmt.Errorf("%w: %s serves a table lakegw does not write; its partitions are the table property %s", ErrReadOnly, topic, changelog.PropPartitions)
 		}
@@ -278,4 +283,56 @@ func (s *Service) AddPartitions(ctx context.Context, topic string, partitions in
 			return fmt.Errorf("set the partitions of %s: %w", topic, err)
 		}
 	}
+}
+
+// createAppendTopic creates an append table topic: an unpartitioned
+// Iceberg v2 table of schema that producers append rows to (json, or the
+// inserts of debezium-json and canal-json), one partition.
+func (s *Service) createAppendTopic(ctx context.Context, topic string, ident table.Identifier, partitions int32, schema *iceberg.Schema,
+	configs map[string]string, validateOnly bool) error {
+	if partitions != 1 {
+		return fmt.Errorf("%w: an append table topic has one partition (its rows' order is its offsets'), not %d", ErrInvalidPartitions, partitions)
+	}
+	props := iceberg.Properties{
+		changelog.PropAppend:             "true",
+		changelog.PropPartitions:         "1",
+		changelog.PropFormat:             "json",
+		changelog.PropMaintenanceEnabled: "true",
+		table.ParquetCompressionKey:      "zstd",
+		table.PropertyFormatVersion:      "2",
+	}
+	for k, v := range configs {
+		switch k {
+		case ConfigSchema:
+		case changelog.PropFormat:
+			if _, err := changelog.FormatByName(v); err != nil || v == changelog.RawFormat {
+				return fmt.Errorf("%w: %s=%q: want upsert, debezium-json, canal-json or json", ErrInvalidConfig, k, v)
+			}
+			props[k] = v
+		case ConfigCommitInterval:
+			props[k] = v
+		default:
+			return fmt.Errorf("%w: config %q does not apply to an append table topic", ErrInvalidConfig, k)
+		}
+	}
+	if _, err := commitIntervalOf(props, 0); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	if validateOnly {
+		if _, err := s.cat.LoadTable(ctx, ident); err == nil {
+			return fmt.Errorf("%w: %s", ErrTopicExists, topic)
+		}
+		return nil
+	}
+	ns := catalog.NamespaceFromIdent(ident)
+	if err := s.cat.CreateNamespace(ctx, ns, nil); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
+		return fmt.Errorf("create namespace %v: %w", ns, err)
+	}
+	if _, err := s.cat.CreateTable(ctx, ident, schema, catalog.WithProperties(props)); err != nil {
+		if errors.Is(err, catalog.ErrTableAlreadyExists) {
+			return fmt.Errorf("%w: %s", ErrTopicExists, topic)
+		}
+		return fmt.Errorf("create table %s: %w", lake.TopicName(ident), err)
+	}
+	return nil
 }

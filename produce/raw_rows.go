@@ -21,6 +21,18 @@ var rawArrowSchema = func() *arrow.Schema {
 	return sc
 }()
 
+// rawRows are a raw topic's rows: every record as it came.
+type rawRows struct{}
+
+func (rawRows) schema() *arrow.Schema { return rawArrowSchema }
+
+// prepare: any record fits a raw topic.
+func (rawRows) prepare(*ticket) error { return nil }
+
+func (rawRows) rows(partition int32, base int64, tickets []*ticket) []arrow.RecordBatch {
+	return []arrow.RecordBatch{rawBatch(partition, base, tickets)}
+}
+
 // rawBatch builds the rows of one partition's records, offsets from base
 // on, in the order given.
 func rawBatch(partition int32, base int64, tickets []*ticket) arrow.RecordBatch {

@@ -305,8 +305,15 @@ func (s *Service) targetOf(ctx context.Context, topic string, ident table.Identi
 		if err != nil {
 			return nil, 0, err
 		}
-		return &rawTarget{cat: s.cat, topic: topic, ident: ident, partitions: partitions, tbl: tbl,
+		return &appendTarget{rows: rawRows{}, cat: s.cat, topic: topic, ident: ident, partitions: partitions, tbl: tbl,
 			log: s.cfg.Log.With().Str("topic", topic).Logger()}, partitions, nil
+	case changelog.IsAppendTable(props):
+		rows, err := newSchemaRows(cmp.Or(props[changelog.PropFormat], "json"), tbl.Schema())
+		if err != nil {
+			return nil, 0, err
+		}
+		return &appendTarget{rows: rows, cat: s.cat, topic: topic, ident: ident, partitions: 1, tbl: tbl,
+			log: s.cfg.Log.With().Str("topic", topic).Logger()}, 1, nil
 	case changelog.IsLSMTable(props):
 		lt, err := lsm.Open(ctx, s.cat, ident, lsm.Options{Log: s.cfg.Log.With().Str("topic", topic).Logger()})
 		if err != nil {

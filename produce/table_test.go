@@ -204,3 +204,52 @@ func TestTableTopicAutoEvolvesItsSchema(t *testing.T) {
 		t.Fatalf("scores %v, want 1=null 2=1.5", scores)
 	}
 }
+
+// An append table topic (a schema, no primary key) appends one row per
+// record at dense offsets; a record with a field the table lacks, without
+// a required column, of the wrong type or deleting is refused with its
+// batch.
+func TestAppendTableTopicAppendsRows(t *testing.T) {
+	cat, _ := openCatalog(t)
+	s, _ := newService(t, cat)
+	ctx := context.Background()
+	cfg := map[string]string{ConfigSchema: "id long not null, name string"}
+	if err := s.CreateTableTopic(ctx, "events", 2, cfg, false); !errors.Is(err, ErrInvalidPartitions) {
+		t.Fatalf("two partitions: %v", err)
+	}
+	if err := s.CreateTableTopic(ctx, "events", 1, cfg, false); err != nil {
+		t.Fatal(err)
+	}
+	good := Batch{Partition: 0, ProducerID: NoProducer, Records: []Record{rec("", `{"id":1,"name":"a"}`), rec("", `{"id":2}`)}}
+	for round := range 2 {
+		res, _ := s.Produce(ctx, "events", []Batch{good})
+		if res[0].Err != nil || res[0].BaseOffset != int64(2*round) {
+			t.Fatalf("round %d: %+v", round, res[0])
+		}
+	}
+	for name, bad := range map[string]string{"unknown field": `{"id":3,"x":1}`, "missing required": `{"name":"c"}`, "wrong type": `{"id":"three"}`} {
+		res, _ := s.Produce(ctx, "events", []Batch{{Partition: 0, ProducerID: NoProducer, Records: []Record{rec("", bad)}}})
+		if !errors.Is(res[0].Err, ErrInvalidRecord) {
+			t.Errorf("%s: %v, want ErrInvalidRecord", name, res[0].Err)
+		}
+	}
+	tbl, err := cat.LoadTable(ctx, []string{"kafka", "events"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, itr, err := tbl.Scan().ToArrowRecords(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for r, err := range itr {
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += int(r.NumRows())
+		r.Release()
+	}
+	if n != 4 {
+		t.Fatalf("the table holds %d rows, want 4", n)
+	}
+}

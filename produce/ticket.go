@@ -1,5 +1,7 @@
 package produce
 
+import "github.com/apache/arrow-go/v18/arrow"
+
 // ticket is one accepted batch waiting for the commit that holds it.
 type ticket struct {
 	batch *Batch
@@ -8,6 +10,8 @@ type ticket struct {
 	res   Result
 	// ops are a table topic's row operations of the batch (prepare).
 	ops []rowOp
+	// rec holds an append table topic's rows of the batch (prepare).
+	rec arrow.RecordBatch
 }
 
 func newTicket(b *Batch) *ticket {
@@ -17,6 +21,10 @@ func newTicket(b *Batch) *ticket {
 // finish sets the outcome and wakes the request waiting on it.
 func (t *ticket) finish(offset int64, err error) {
 	t.res = Result{BaseOffset: offset, Err: err}
+	if t.rec != nil {
+		t.rec.Release()
+		t.rec = nil
+	}
 	if err != nil {
 		t.res.BaseOffset = -1
 	}

@@ -16,9 +16,13 @@ import (
 	"github.com/lakegw/lakegw/lake"
 )
 
-// rawTarget commits a raw topic's batches: one row per record, offsets
-// from the table's end offsets, one data file per partition per commit.
-type rawTarget struct {
+// appendTarget commits the batches of a topic whose records are rows
+// appended to its table, numbered by offset: a raw topic's (one row per
+// record as it came) or an append table topic's (one row per record, in
+// the table's schema). Offsets come from the table's end offsets, one data
+// file per partition per commit.
+type appendTarget struct {
+	rows       rowSource
 	cat        catalog.Catalog
 	topic      string
 	ident      table.Identifier
@@ -31,12 +35,22 @@ type rawTarget struct {
 	lastBases []int64
 }
 
-// prepare: any record fits a raw topic.
-func (r *rawTarget) prepare(*ticket) error { return nil }
+// prepare checks a batch's records against the table's rows.
+func (r *appendTarget) prepare(t *ticket) error { return r.rows.prepare(t) }
+
+// rowSource turns a partition's batches into rows of the table.
+type rowSource interface {
+	// schema is the Arrow schema of the rows, with field ids.
+	schema() *arrow.Schema
+	// prepare checks a batch's records before it is accepted.
+	prepare(t *ticket) error
+	// rows are the rows of tickets, offsets from base on, in order.
+	rows(partition int32, base int64, tickets []*ticket) []arrow.RecordBatch
+}
 
 // commit writes the group's rows and commits them, retrying on a
 // conflict; it returns each batch's first offset.
-func (r *rawTarget) commit(ctx context.Context, group []*ticket, producers func(bases []int64) (iceberg.Properties, error)) (bases []int64, snapshotID int64, err error) {
+func (r *appendTarget) commit(ctx context.Context, group []*ticket, producers func(bases []int64) (iceberg.Properties, error)) (bases []int64, snapshotID int64, err error) {
 	var (
 		files     []iceberg.DataFile
 		filesEnds []int64
@@ -95,7 +109,7 @@ func (r *rawTarget) commit(ctx context.Context, group []*ticket, producers func(
 // find looks for the commit id names among the table's snapshots: the
 // outcome of a commit whose answer was lost. Its bases are those the last
 // attempt wrote the rows at.
-func (r *rawTarget) find(ctx context.Context, id string, group []*ticket) ([]int64, int64, bool, error) {
+func (r *appendTarget) find(ctx context.Context, id string, group []*ticket) ([]int64, int64, bool, error) {
 	tbl, err := r.cat.LoadTable(ctx, r.ident)
 	if err != nil {
 		return nil, 0, false, err
@@ -109,14 +123,14 @@ func (r *rawTarget) find(ctx context.Context, id string, group []*ticket) ([]int
 }
 
 // load is the table as it is now.
-func (r *rawTarget) load(ctx context.Context) (*table.Table, error) {
+func (r *appendTarget) load(ctx context.Context) (*table.Table, error) {
 	return r.cat.LoadTable(ctx, r.ident)
 }
 
 // summary is the snapshot summary of a commit of group at ends: the
 // record counts and end offsets of every partition and the state of the
 // group's producers after it.
-func (r *rawTarget) summary(ends []int64, group []*ticket, bases []int64, producers func([]int64) (iceberg.Properties, error)) (iceberg.Properties, error) {
+func (r *appendTarget) summary(ends []int64, group []*ticket, bases []int64, producers func([]int64) (iceberg.Properties, error)) (iceberg.Properties, error) {
 	counts := make([]int64, r.partitions)
 	for _, t := range group {
 		counts[t.batch.Partition] += int64(len(t.batch.Records))
@@ -143,7 +157,7 @@ func (r *rawTarget) summary(ends []int64, group []*ticket, bases []int64, produc
 
 // writeFiles assigns the group's offsets from ends, in the order the
 // batches were accepted, and writes each partition's rows.
-func (r *rawTarget) writeFiles(ctx context.Context, tbl *table.Table, ends []int64, group []*ticket) ([]iceberg.DataFile, []int64, error) {
+func (r *appendTarget) writeFiles(ctx context.Context, tbl *table.Table, ends []int64, group []*ticket) ([]iceberg.DataFile, []int64, error) {
 	bases := make([]int64, len(group))
 	next := slices.Clone(ends)
 	byPart := make(map[int32][]*ticket)
@@ -160,13 +174,15 @@ func (r *rawTarget) writeFiles(ctx context.Context, tbl *table.Table, ends []int
 	slices.Sort(parts)
 	batches := func(yield func(arrow.RecordBatch, error) bool) {
 		for _, p := range parts {
-			if !yield(rawBatch(p, ends[p], byPart[p]), nil) {
-				return
+			for _, b := range r.rows.rows(p, ends[p], byPart[p]) {
+				if !yield(b, nil) {
+					return
+				}
 			}
 		}
 	}
 	var files []iceberg.DataFile
-	for df, err := range table.WriteRecords(ctx, tbl, rawArrowSchema, iter.Seq2[arrow.RecordBatch, error](batches)) {
+	for df, err := range table.WriteRecords(ctx, tbl, r.rows.schema(), iter.Seq2[arrow.RecordBatch, error](batches)) {
 		if err != nil {
 			r.removeFiles(ctx, tbl, files)
 			return nil, nil, fmt.Errorf("write %s data files: %w", r.topic, err)
@@ -189,7 +205,7 @@ func commitFiles(ctx context.Context, tbl *table.Table, files []iceberg.DataFile
 	return lake.CommitOrClean(ctx, tbl, tx)
 }
 
-func (r *rawTarget) removeFiles(ctx context.Context, tbl *table.Table, files []iceberg.DataFile) {
+func (r *appendTarget) removeFiles(ctx context.Context, tbl *table.Table, files []iceberg.DataFile) {
 	if len(files) == 0 || tbl == nil {
 		return // nothing, or no IO to remove them with: orphan cleanup will
 	}
