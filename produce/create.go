@@ -68,28 +68,8 @@ func (s *Service) CreateRawTopic(ctx context.Context, topic string, partitions i
 			return fmt.Errorf("%w: config %q does not apply to a raw topic (accepted: %s; retention.ms and retention.bytes -1)", ErrInvalidConfig, k, ConfigCommitInterval)
 		}
 	}
-	if _, err := commitIntervalOf(props, 0); err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
-	}
-	if validateOnly {
-		if _, err := s.cat.LoadTable(ctx, ident); err == nil {
-			return fmt.Errorf("%w: %s", ErrTopicExists, topic)
-		}
-		return nil
-	}
-	ns := catalog.NamespaceFromIdent(ident)
-	if err := s.cat.CreateNamespace(ctx, ns, nil); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
-		return fmt.Errorf("create namespace %v: %w", ns, err)
-	}
 	spec := changelog.RawPartitionSpec()
-	_, err = s.cat.CreateTable(ctx, ident, changelog.RawSchema(), catalog.WithPartitionSpec(&spec), catalog.WithProperties(props))
-	if errors.Is(err, catalog.ErrTableAlreadyExists) {
-		return fmt.Errorf("%w: %s", ErrTopicExists, topic)
-	}
-	if err != nil {
-		return fmt.Errorf("create table %s: %w", lake.TopicName(ident), err)
-	}
-	return nil
+	return s.createTable(ctx, topic, ident, changelog.RawSchema(), props, validateOnly, catalog.WithPartitionSpec(&spec))
 }
 
 // newTopicIdent checks a new topic's name and partition count (Kafka's
@@ -315,6 +295,14 @@ func (s *Service) createAppendTopic(ctx context.Context, topic string, ident tab
 			return fmt.Errorf("%w: config %q does not apply to an append table topic", ErrInvalidConfig, k)
 		}
 	}
+	return s.createTable(ctx, topic, ident, schema, props, validateOnly)
+}
+
+// createTable creates a produced topic's table with props (the topic's
+// commit interval checked first), or with validateOnly says whether it
+// could.
+func (s *Service) createTable(ctx context.Context, topic string, ident table.Identifier, schema *iceberg.Schema, props iceberg.Properties,
+	validateOnly bool, opts ...catalog.CreateTableOpt) error {
 	if _, err := commitIntervalOf(props, 0); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
@@ -328,10 +316,11 @@ func (s *Service) createAppendTopic(ctx context.Context, topic string, ident tab
 	if err := s.cat.CreateNamespace(ctx, ns, nil); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
 		return fmt.Errorf("create namespace %v: %w", ns, err)
 	}
-	if _, err := s.cat.CreateTable(ctx, ident, schema, catalog.WithProperties(props)); err != nil {
-		if errors.Is(err, catalog.ErrTableAlreadyExists) {
-			return fmt.Errorf("%w: %s", ErrTopicExists, topic)
-		}
+	_, err := s.cat.CreateTable(ctx, ident, schema, append(opts, catalog.WithProperties(props))...)
+	if errors.Is(err, catalog.ErrTableAlreadyExists) {
+		return fmt.Errorf("%w: %s", ErrTopicExists, topic)
+	}
+	if err != nil {
 		return fmt.Errorf("create table %s: %w", lake.TopicName(ident), err)
 	}
 	return nil
