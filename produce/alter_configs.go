@@ -32,6 +32,7 @@ func alterable(props iceberg.Properties) map[string]string {
 	}
 	if changelog.IsAppendTable(props) {
 		m[changelog.PropFormat] = changelog.PropFormat
+		m[ConfigAutoEvolve] = ConfigAutoEvolve
 		return m
 	}
 	if changelog.IsRawTable(props) {

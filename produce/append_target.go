@@ -57,6 +57,9 @@ func (r *appendTarget) commit(ctx context.Context, group []*ticket, producers fu
 	)
 	for attempt := 1; ; attempt++ {
 		tbl := r.tbl
+		if tbl != nil && len(tbl.Schema().Fields()) != r.rows.schema().NumFields() {
+			tbl = nil // the schema evolved since this head was loaded
+		}
 		if tbl == nil || attempt > 1 {
 			if tbl, err = r.cat.LoadTable(ctx, r.ident); err != nil {
 				if files != nil {

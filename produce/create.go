@@ -291,6 +291,11 @@ func (s *Service) createAppendTopic(ctx context.Context, topic string, ident tab
 			props[k] = v
 		case ConfigCommitInterval:
 			props[k] = v
+		case ConfigAutoEvolve:
+			if v != "true" && v != "false" {
+				return fmt.Errorf("%w: %s=%q: want true or false", ErrInvalidConfig, k, v)
+			}
+			props[k] = v
 		default:
 			return fmt.Errorf("%w: config %q does not apply to an append table topic", ErrInvalidConfig, k)
 		}

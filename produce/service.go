@@ -312,6 +312,7 @@ func (s *Service) targetOf(ctx context.Context, topic string, ident table.Identi
 		if err != nil {
 			return nil, 0, err
 		}
+		rows.evolve, rows.cat, rows.ident = props[ConfigAutoEvolve] == "true", s.cat, ident
 		return &appendTarget{rows: rows, cat: s.cat, topic: topic, ident: ident, partitions: 1, tbl: tbl,
 			log: s.cfg.Log.With().Str("topic", topic).Logger()}, 1, nil
 	case changelog.IsLSMTable(props):

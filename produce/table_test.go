@@ -253,3 +253,45 @@ func TestAppendTableTopicAppendsRows(t *testing.T) {
 		t.Fatalf("the table holds %d rows, want 4", n)
 	}
 }
+
+// An append table topic with auto-evolve adds a new field's column; a
+// batch prepared before the evolution is written in the new schema (its
+// rows null there).
+func TestAppendTableTopicAutoEvolves(t *testing.T) {
+	cat, _ := openCatalog(t)
+	s, _ := newService(t, cat)
+	ctx := context.Background()
+	if err := s.CreateTableTopic(ctx, "grow", 1, map[string]string{ConfigSchema: "id long", ConfigAutoEvolve: "true"}, false); err != nil {
+		t.Fatal(err)
+	}
+	res, _ := s.Produce(ctx, "grow", []Batch{
+		{Partition: 0, ProducerID: NoProducer, Records: []Record{rec("", `{"id":1}`)}},
+		{Partition: 0, ProducerID: NoProducer, Records: []Record{rec("", `{"id":2,"score":1.5}`)}},
+	})
+	if res[0].Err != nil || res[1].Err != nil || res[0].BaseOffset != 0 || res[1].BaseOffset != 1 {
+		t.Fatalf("produce: %+v", res)
+	}
+	tbl, err := cat.LoadTable(ctx, []string{"kafka", "grow"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, itr, err := tbl.Scan().ToArrowRecords(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scores := map[int64]string{}
+	for r, err := range itr {
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids := r.Column(0).(*array.Int64)
+		col := r.Column(r.Schema().FieldIndices("score")[0])
+		for i := 0; i < int(r.NumRows()); i++ {
+			scores[ids.Value(i)] = col.ValueStr(i)
+		}
+		r.Release()
+	}
+	if scores[1] != array.NullValueStr || scores[2] != "1.5" {
+		t.Fatalf("scores %v, want 1=null 2=1.5", scores)
+	}
+}
