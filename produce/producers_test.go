@@ -46,3 +46,24 @@ func TestRefusedBatchLeavesAHole(t *testing.T) {
 		t.Fatalf("the refused batch again: %v", err)
 	}
 }
+
+// InitProducerId's epoch bump (KIP-360): the next epoch for the newest
+// epoch of an id, PRODUCER_FENCED for an older one.
+func TestBumpProducerEpochFencesOlderEpochs(t *testing.T) {
+	cat, _ := openCatalog(t)
+	s, _ := newService(t, cat)
+	pid, epoch, err := s.InitProducerID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, next, err := s.BumpProducerEpoch(pid, epoch)
+	if err != nil || id != pid || next != epoch+1 {
+		t.Fatalf("bump: %d %d %v", id, next, err)
+	}
+	if _, _, err := s.BumpProducerEpoch(pid, epoch); !errors.Is(err, ErrInvalidProducerEpoch) {
+		t.Fatalf("a bump from the fenced epoch: %v, want ErrInvalidProducerEpoch", err)
+	}
+	if id, next, err := s.BumpProducerEpoch(12345, 7); err != nil || id != 12345 || next != 8 {
+		t.Fatalf("an id this gateway does not know: %d %d %v", id, next, err)
+	}
+}

@@ -62,6 +62,9 @@ type Service struct {
 	ctx     context.Context
 	pending *semaphore.Weighted
 
+	// epochs are the newest epoch of each producer id seen (epochs.go).
+	epochs *epochs
+
 	mu      sync.Mutex
 	writers map[string]*writer // one per raw topic produced to: bounded by the tables
 	wg      sync.WaitGroup
@@ -78,7 +81,8 @@ func New(ctx context.Context, cat catalog.Catalog, cfg Config) *Service {
 	if cfg.MaxPendingBytes <= 0 {
 		cfg.MaxPendingBytes = DefaultMaxPendingBytes
 	}
-	return &Service{cat: cat, cfg: cfg, ctx: ctx, pending: semaphore.NewWeighted(cfg.MaxPendingBytes), writers: map[string]*writer{}}
+	return &Service{cat: cat, cfg: cfg, ctx: ctx, pending: semaphore.NewWeighted(cfg.MaxPendingBytes), writers: map[string]*writer{},
+		epochs: newEpochs()}
 }
 
 // Wait returns once every writer has stopped (after New's context ended).
@@ -92,7 +96,25 @@ func (s *Service) InitProducerID() (int64, int16, error) {
 	if _, err := rand.Read(b[:]); err != nil {
 		return 0, 0, fmt.Errorf("producer id: %w", err)
 	}
-	return int64(binary.BigEndian.Uint64(b[:]) >> 1), 0, nil
+	pid := int64(binary.BigEndian.Uint64(b[:]) >> 1)
+	s.epochs.saw(pid, 0)
+	return pid, 0, nil
+}
+
+// BumpProducerEpoch answers InitProducerId from an idempotent producer
+// that gives its id and epoch (KIP-360: it lost its sequence state): the
+// same id under the next epoch, a new id when the epochs ran out, or
+// ErrInvalidProducerEpoch when a newer epoch of the id wrote or was given
+// (the asker was fenced).
+func (s *Service) BumpProducerEpoch(pid int64, epoch int16) (int64, int16, error) {
+	next, ok, err := s.epochs.bump(pid, epoch)
+	if err != nil {
+		return -1, -1, err
+	}
+	if !ok {
+		return s.InitProducerID()
+	}
+	return pid, next, nil
 }
 
 // Produce writes batches to topic and returns each one's result once the
@@ -166,6 +188,9 @@ func (s *Service) Submit(ctx context.Context, topic string, batches []Batch) *Su
 			s.release(t.size)
 			sub.results[i] = Result{BaseOffset: -1, Err: ErrClosed}
 			continue
+		}
+		if b.ProducerID >= 0 {
+			s.epochs.saw(b.ProducerID, b.ProducerEpoch)
 		}
 		dup, err := w.seq.accept(b, t, time.Now())
 		var dupOffset int64

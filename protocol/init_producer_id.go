@@ -2,9 +2,12 @@ package protocol
 
 import (
 	"context"
+	"errors"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/lakegw/lakegw/produce"
 )
 
 // InitProducerId (key 22)
@@ -28,16 +31,20 @@ func handleInitProducerID(_ context.Context, c *conn, req *kmsg.InitProducerIDRe
 		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 	case req.ProducerID >= 0 && req.ProducerEpoch >= 0:
 		// KIP-360: the producer keeps its id under the next epoch, and
-		// its sequences restart at 0 there.
-		if req.ProducerEpoch == 32767 {
-			pid, epoch, err := c.s.produce.InitProducerID()
-			if err != nil {
-				return nil, err
+		// its sequences restart at 0 there; one a newer epoch fenced is
+		// told so.
+		pid, epoch, err := c.s.produce.BumpProducerEpoch(req.ProducerID, req.ProducerEpoch)
+		if errors.Is(err, produce.ErrInvalidProducerEpoch) {
+			resp.ErrorCode = kerr.InvalidProducerEpoch.Code
+			if req.Version >= 4 {
+				resp.ErrorCode = kerr.ProducerFenced.Code
 			}
-			resp.ProducerID, resp.ProducerEpoch = pid, epoch
 			break
 		}
-		resp.ProducerID, resp.ProducerEpoch = req.ProducerID, req.ProducerEpoch+1
+		if err != nil {
+			return nil, err
+		}
+		resp.ProducerID, resp.ProducerEpoch = pid, epoch
 	default:
 		pid, epoch, err := c.s.produce.InitProducerID()
 		if err != nil {
