@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"iter"
 	"slices"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go"
@@ -77,9 +78,11 @@ func (r *appendTarget) commit(ctx context.Context, group []*ticket, producers fu
 			// Offsets moved (another writer of the table): the rows are
 			// written again at the new ones.
 			r.removeFiles(ctx, tbl, files)
+			wstart := time.Now()
 			if files, bases, err = r.writeFiles(ctx, tbl, ends, group); err != nil {
 				return nil, 0, err
 			}
+			r.log.Debug().Dur("took", time.Since(wstart)).Int("files", len(files)).Msg("wrote the data files of a commit")
 			filesEnds = ends
 			r.lastBases = bases
 		}
@@ -88,7 +91,9 @@ func (r *appendTarget) commit(ctx context.Context, group []*ticket, producers fu
 			r.removeFiles(ctx, tbl, files)
 			return nil, 0, err
 		}
+		cstart := time.Now()
 		committed, err := commitFiles(ctx, tbl, files, props)
+		r.log.Debug().Dur("took", time.Since(cstart)).Int("attempt", attempt).Err(err).Msg("committed to the catalog")
 		if err == nil {
 			r.tbl = committed
 			return bases, committed.CurrentSnapshot().SnapshotID, nil
