@@ -21,10 +21,13 @@ import (
 // MaxPartitions bounds a raw topic's partitions.
 const MaxPartitions = 10000
 
-// RawSnapshotRetention is how long a raw topic's table keeps snapshots:
-// Kafka's default delivery.timeout.ms, the longest a producer retries a
-// batch, so a retry after a restart still finds its sequence state.
-const RawSnapshotRetention = 2 * time.Minute
+// RawSnapshotRetention is how long the table of a raw or append table topic
+// keeps snapshots: its records are read by offset or as the rows of live
+// files, and every commit carries the state of every producer seen in the
+// last carryWindow, so the newest snapshot is all a restart needs. Short,
+// because every commit (ten a second) rewrites the metadata of every
+// snapshot kept.
+const RawSnapshotRetention = 30 * time.Second
 
 // legalTopic is Kafka's rule for topic names.
 var legalTopic = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,249}$`)
@@ -46,10 +49,7 @@ func (s *Service) CreateRawTopic(ctx context.Context, topic string, partitions i
 		// commits every few hundred milliseconds.
 		changelog.PropMaintenanceEnabled: "true",
 		// A raw topic reads its records by offset from live files, never
-		// from a snapshot: snapshots are kept only as long as a
-		// producer's retry may still need the sequence state they carry
-		// (Kafka's delivery.timeout.ms), so the metadata every commit
-		// rewrites stays small at ten commits a second.
+		// from a snapshot (RawSnapshotRetention).
 		table.MaxSnapshotAgeMsKey:   strconv.FormatInt(RawSnapshotRetention.Milliseconds(), 10),
 		table.ParquetCompressionKey: "zstd",
 		table.PropertyFormatVersion: "2",
@@ -278,6 +278,7 @@ func (s *Service) createAppendTopic(ctx context.Context, topic string, ident tab
 		changelog.PropPartitions:         "1",
 		changelog.PropFormat:             "json",
 		changelog.PropMaintenanceEnabled: "true",
+		table.MaxSnapshotAgeMsKey:        strconv.FormatInt(RawSnapshotRetention.Milliseconds(), 10),
 		table.ParquetCompressionKey:      "zstd",
 		table.PropertyFormatVersion:      "2",
 	}

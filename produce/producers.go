@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"sort"
 	"time"
 
 	"github.com/apache/iceberg-go/table"
@@ -17,11 +18,12 @@ import (
 // gateway knows nothing of (new, or its state expired with the snapshots
 // that carried it) may start anywhere, as with Kafka.
 //
-// The state of every producer a commit writes for is carried in that
-// commit's snapshot summary (SummaryProducers), so it is exactly as
-// durable as the records: a gateway restarted after a kill -9 reads it
-// back from the retained snapshots (restore) and still recognises a
-// batch retried across the restart.
+// The state of every producer a commit writes for, and of every other
+// producer seen in the last carryWindow, is carried in that commit's
+// snapshot summary (SummaryProducers), so it is exactly as durable as the
+// records and the newest snapshot holds all of it: a gateway restarted
+// after a kill -9 reads it back (restore) and still recognises a batch
+// retried across the restart, however few snapshots the table keeps.
 const (
 	// SummaryProducers is the snapshot summary key holding the state of
 	// the producers the snapshot's records came from.
@@ -154,7 +156,7 @@ func (e *seqEntry) hasPending() bool {
 // after returns the state of the producer partitions group touches as
 // it will be once a commit holds group at bases (each batch's first
 // offset): what that commit's summary carries. It changes nothing.
-func (s *seqState) after(group []*ticket, bases []int64) []summaryProducer {
+func (s *seqState) after(group []*ticket, bases []int64, now time.Time) []summaryProducer {
 	offsetOf := make(map[*ticket]int64, len(group))
 	var keys []seqKey
 	for i, t := range group {
@@ -187,8 +189,39 @@ func (s *seqState) after(group []*ticket, bases []int64) []summaryProducer {
 			out = append(out, sp)
 		}
 	}
+	// Every other producer seen lately rides along too, so the newest
+	// snapshot alone holds the state a restart needs, whatever the
+	// snapshot retention: its committed batches only.
+	var others []seqKey
+	for k, e := range s.m {
+		if !done[k] && e.committed && now.Sub(e.seen) <= carryWindow {
+			others = append(others, k)
+		}
+	}
+	sort.Slice(others, func(i, j int) bool { return s.m[others[i]].seen.After(s.m[others[j]].seen) })
+	for _, k := range others[:min(len(others), maxCarried)] {
+		e := s.m[k]
+		sp := summaryProducer{PID: k.pid, Partition: k.partition, Epoch: e.committedEpoch}
+		for _, m := range e.recent {
+			if m.pending == nil {
+				sp.Batches = append(sp.Batches, [3]int64{int64(m.first), int64(m.last), m.offset})
+			}
+		}
+		if len(sp.Batches) > 0 {
+			out = append(out, sp)
+		}
+	}
 	return out
 }
+
+// carryWindow is how long a producer's state rides along in every commit
+// after it last wrote: Kafka's default delivery.timeout.ms, the longest a
+// producer retries a batch. maxCarried bounds how many ride along (the most
+// recently seen), and so the summary's size.
+const (
+	carryWindow = 2 * time.Minute
+	maxCarried  = 2000
+)
 
 // committed records that a commit holds group (each ticket's
 // res.BaseOffset set): its batches are retries' answers from now on.

@@ -1,6 +1,8 @@
 package produce
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -65,5 +67,42 @@ func TestBumpProducerEpochFencesOlderEpochs(t *testing.T) {
 	}
 	if id, next, err := s.BumpProducerEpoch(12345, 7); err != nil || id != 12345 || next != 8 {
 		t.Fatalf("an id this gateway does not know: %d %d %v", id, next, err)
+	}
+}
+
+// Every commit carries the state of the producers seen lately, not only
+// of its own: the newest snapshot alone lets a restart recognise a retry
+// of a producer that wrote commits ago.
+func TestNewestSnapshotCarriesEveryRecentProducer(t *testing.T) {
+	cat, _ := openCatalog(t)
+	s, _ := newService(t, cat)
+	ctx := context.Background()
+	if err := s.CreateRawTopic(ctx, "carry", 1, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	a, _, _ := s.InitProducerID()
+	b, _, _ := s.InitProducerID()
+	if res, _ := s.Produce(ctx, "carry", []Batch{{Partition: 0, ProducerID: a, Records: recs("a", 2)}}); res[0].Err != nil {
+		t.Fatal(res[0].Err)
+	}
+	for i := range 3 {
+		if res, _ := s.Produce(ctx, "carry", []Batch{{Partition: 0, ProducerID: b, BaseSequence: int32(i), Records: recs("b", 1)}}); res[0].Err != nil {
+			t.Fatal(res[0].Err)
+		}
+	}
+	tbl, err := cat.LoadTable(ctx, []string{"kafka", "carry"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ps []summaryProducer
+	if err := json.Unmarshal([]byte(tbl.CurrentSnapshot().Summary.Properties[SummaryProducers]), &ps); err != nil {
+		t.Fatal(err)
+	}
+	found := map[int64]bool{}
+	for _, p := range ps {
+		found[p.PID] = true
+	}
+	if !found[a] || !found[b] {
+		t.Fatalf("the newest snapshot carries producers %v, want %d and %d", found, a, b)
 	}
 }

@@ -245,7 +245,7 @@ func (w *writer) producersSummary(group []*ticket, bases []int64) (iceberg.Prope
 		}
 	}
 	w.mu.Lock()
-	ps := w.seq.after(group, bases)
+	ps := w.seq.after(group, bases, time.Now())
 	w.mu.Unlock()
 	if len(ps) == 0 {
 		return iceberg.Properties{}, nil
