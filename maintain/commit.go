@@ -53,6 +53,16 @@ func (p *pass) commitStepWith(ctx context.Context, what string, stage stageFunc,
 	return base, committed, err
 }
 
+// holdingWriters runs fn while this gateway's own writers of the table hold
+// their commits (Options.HoldWriters; as is without it): for a step whose
+// staging takes longer than a raw topic's commit interval.
+func (p *pass) holdingWriters(ctx context.Context, fn func() error) error {
+	if p.opts.HoldWriters == nil {
+		return fn()
+	}
+	return p.opts.HoldWriters(ctx, fn)
+}
+
 // retryConflicts runs try again while it fails with a commit conflict (a
 // writer committed between its load and its commit), at most
 // CommitAttempts times; any other outcome is try's.

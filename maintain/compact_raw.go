@@ -21,6 +21,16 @@ const (
 	rawTargetFile = 128 << 20
 )
 
+// rawRunFiles bounds the files of one partition merged by a pass, and
+// rawPassBytes the input of a pass over all partitions (one run is taken
+// whatever its size). A raw topic under load adds a file per partition per
+// commit, 600 a minute at the default interval: a pass merges at least
+// that many, or the files pile up between passes.
+const (
+	rawRunFiles  = 4096
+	rawPassBytes = 1 << 30
+)
+
 // rawFile is one data file of a raw topic's table with its first offset.
 type rawFile struct {
 	task  table.FileScanTask
@@ -60,12 +70,20 @@ func (p *pass) compactRaw(ctx context.Context, tbl *table.Table, rep *Compaction
 		parts = append(parts, part)
 	}
 	sort.Slice(parts, func(i, j int) bool { return parts[i] < parts[j] })
-	var group []table.FileScanTask
+	var (
+		group []table.FileScanTask
+		input int64
+	)
 	for _, part := range parts {
-		group = append(group, rawGroup(byPart[part], p.opts.CompactDataFiles, p.opts.MaxCompactFiles-len(group))...)
-		if len(group) >= p.opts.MaxCompactFiles {
+		run := rawGroup(byPart[part], p.opts.CompactDataFiles, rawRunFiles)
+		var size int64
+		for _, t := range run {
+			size += t.File.FileSizeBytes()
+		}
+		if len(group) > 0 && input+size > rawPassBytes {
 			break
 		}
+		group, input = append(group, run...), input+size
 	}
 	if len(group) == 0 {
 		rep.Skipped = fmt.Sprintf("no partition has more than %d small files in a row", p.opts.CompactDataFiles)
@@ -101,15 +119,33 @@ func (p *pass) compactRaw(ctx context.Context, tbl *table.Table, rep *Compaction
 		added = append(added, gr.NewDataFiles...)
 		start = end
 	}
-	tx := tbl.NewTransaction()
-	if err := tx.ReplaceDataFilesWithDataFiles(ctx, old, added, iceberg.Properties{SummaryMaintenance: "compaction",
-		changelog.SummaryLSMCounts: changelog.EncodeLSMCounts(make([]int64, partitions))}); err != nil {
-		_, _ = lake.RemoveFiles(ctx, tbl, written)
-		return fmt.Errorf("stage raw compaction: %w", err)
+	if p.opts.BeforeCompactionCommit != nil {
+		p.opts.BeforeCompactionCommit(ctx)
 	}
-	committed, err := lake.CommitOrClean(ctx, tbl, tx)
-	if err != nil {
-		if lake.IsCommitConflict(err) {
+	// The rewrite holds on any head that still has the old files (the
+	// produce path only appends): the swap is staged on the newest head,
+	// with the writers of this gateway holding their commits meanwhile.
+	props := iceberg.Properties{SummaryMaintenance: "compaction",
+		changelog.SummaryLSMCounts: changelog.EncodeLSMCounts(make([]int64, partitions))}
+	var committed *table.Table
+	unknown := false
+	swap := func() error {
+		var err error
+		_, committed, err = p.commitStepWith(ctx, "raw compaction", func(ctx context.Context, head *table.Table, tx *table.Transaction) (bool, error) {
+			if err := tx.ReplaceDataFilesWithDataFiles(ctx, old, added, props); err != nil {
+				return false, fmt.Errorf("stage: %w", err)
+			}
+			return true, nil
+		}, func(ctx context.Context, base *table.Table, tx *table.Transaction) (*table.Table, error) {
+			c, err := lake.CommitOrClean(ctx, base, tx)
+			unknown = err != nil && !lake.IsCommitConflict(err)
+			return c, err
+		})
+		return err
+	}
+	if err = p.holdingWriters(ctx, swap); err != nil {
+		if !unknown {
+			// Nothing references the new files.
 			_, _ = lake.RemoveFiles(ctx, tbl, written)
 		}
 		return fmt.Errorf("commit raw compaction: %w", err)

@@ -15,23 +15,11 @@ import (
 // the head's data manifests on every commit: a short manifest list keeps a
 // writer's commit time independent of the history.
 func (p *pass) mergeManifests(ctx context.Context, rep *ManifestReport) error {
-	_, committed, err := p.commitStep(ctx, "manifest merge", func(ctx context.Context, tbl *table.Table, tx *table.Transaction) (bool, error) {
-		n, err := manifestCount(ctx, p.opts.Manifests, tbl)
-		if err != nil {
-			return false, err
-		}
-		rep.Before, rep.After = n, n
-		if n <= p.opts.MaxManifests {
-			return false, nil
-		}
-		if p.opts.DryRun {
-			return true, nil
-		}
-		res, err := tx.RewriteManifests(ctx)
-		if err != nil {
-			return false, fmt.Errorf("rewrite manifests: %w", err)
-		}
-		return !res.IsNoOp(), nil
+	var committed *table.Table
+	err := p.holdingWriters(ctx, func() error {
+		var err error
+		_, committed, err = p.commitStep(ctx, "manifest merge", p.stageManifestMerge(rep))
+		return err
 	})
 	if errors.Is(err, errStarved) {
 		// A merge is rebased on the head: a writer committing faster
@@ -70,4 +58,27 @@ func manifestCount(ctx context.Context, cache *ManifestCache, tbl *table.Table) 
 		return 0, err
 	}
 	return len(mans), nil
+}
+
+// stageManifestMerge stages the merge of the head's data manifests when
+// they are more than Options.MaxManifests.
+func (p *pass) stageManifestMerge(rep *ManifestReport) stageFunc {
+	return func(ctx context.Context, tbl *table.Table, tx *table.Transaction) (bool, error) {
+		n, err := manifestCount(ctx, p.opts.Manifests, tbl)
+		if err != nil {
+			return false, err
+		}
+		rep.Before, rep.After = n, n
+		if n <= p.opts.MaxManifests {
+			return false, nil
+		}
+		if p.opts.DryRun {
+			return true, nil
+		}
+		res, err := tx.RewriteManifests(ctx)
+		if err != nil {
+			return false, fmt.Errorf("rewrite manifests: %w", err)
+		}
+		return !res.IsNoOp(), nil
+	}
 }

@@ -103,12 +103,18 @@ type Options struct {
 	CompactDataFiles   int
 	CompactDeleteFiles int
 	// MaxCompactFiles overrides DefaultMaxCompactFiles; below 1 it is 1.
+	// A raw topic's table has bounds of its own (rawRunFiles).
 	MaxCompactFiles int
 	CommitAttempts  int
 	// Manifests remembers the manifest lists and manifests read by earlier
 	// passes (nil: this pass reads every one it needs). A background loop
 	// passes the same cache to every pass.
 	Manifests *ManifestCache
+	// HoldWriters, when set, runs fn while this gateway's own writer of the
+	// table holds its commits (produce.Service.HoldCommits): a raw topic's
+	// writer commits ten times a second, and a compaction's swap, staged on
+	// the newest head, takes longer than that to stage.
+	HoldWriters func(ctx context.Context, fn func() error) error
 	// BeforeCompactionCommit, when set, runs between a compaction's
 	// rewrite and its commit: tests race another writer against that
 	// commit with it.

@@ -25,18 +25,9 @@ const (
 // Retention hook only the files it lists are kept, without one every
 // changelog file and changelog manifest is kept.
 func (p *pass) removeOrphans(ctx context.Context, rep *OrphanReport) error {
-	tbl, err := p.cat.LoadTable(ctx, p.ident)
+	tbl, plan, err := p.planOrphans(ctx, rep)
 	if err != nil {
-		return fmt.Errorf("orphan cleanup: load %s: %w", p.name, err)
-	}
-	ret, err := retentionOf(tbl.Properties(), p.opts)
-	if err != nil {
-		return fmt.Errorf("orphan cleanup of %s: %w", p.name, err)
-	}
-	rep.Grace = ret.orphanGrace
-	plan, err := tbl.PlanOrphanFiles(ctx, table.WithFilesOlderThan(rep.Grace))
-	if err != nil {
-		return fmt.Errorf("orphan cleanup of %s: plan: %w", p.name, err)
+		return err
 	}
 	keep, err := p.keepFile(ctx, tbl)
 	if err != nil {
@@ -63,6 +54,51 @@ func (p *pass) removeOrphans(ctx context.Context, rep *OrphanReport) error {
 		p.log.Info().Int("removed", rep.Removed).Int("kept", rep.Kept).Dur("older_than", rep.Grace).Msg("removed orphan files")
 	}
 	return nil
+}
+
+// orphanPlanAttempts bounds the plans of orphan cleanup on a table whose
+// head moved while one was read.
+const orphanPlanAttempts = 5
+
+// planOrphans plans orphan cleanup on the newest head. A raw topic's
+// writer expires a snapshot and removes its manifest list with nearly
+// every commit (maintain.HistoryCap), so a plan reading the snapshots of
+// an older head may find one gone: it is planned again on the new head.
+func (p *pass) planOrphans(ctx context.Context, rep *OrphanReport) (*table.Table, table.OrphanCleanupPlan, error) {
+	var (
+		lastErr  error
+		lastHead *table.Table
+	)
+	for attempt := 1; attempt <= orphanPlanAttempts; attempt++ {
+		tbl, err := p.cat.LoadTable(ctx, p.ident)
+		if err != nil {
+			return nil, table.OrphanCleanupPlan{}, fmt.Errorf("orphan cleanup: load %s: %w", p.name, err)
+		}
+		if lastErr != nil && sameHead(tbl, lastHead) {
+			return nil, table.OrphanCleanupPlan{}, lastErr // not a race with a writer
+		}
+		ret, err := retentionOf(tbl.Properties(), p.opts)
+		if err != nil {
+			return nil, table.OrphanCleanupPlan{}, fmt.Errorf("orphan cleanup of %s: %w", p.name, err)
+		}
+		rep.Grace = ret.orphanGrace
+		plan, err := tbl.PlanOrphanFiles(ctx, table.WithFilesOlderThan(rep.Grace))
+		if err == nil {
+			return tbl, plan, nil
+		}
+		lastErr = fmt.Errorf("orphan cleanup of %s: plan: %w", p.name, err)
+		lastHead = tbl
+	}
+	return nil, table.OrphanCleanupPlan{}, lastErr
+}
+
+// sameHead reports whether a and b have the same current snapshot.
+func sameHead(a, b *table.Table) bool {
+	sa, sb := a.CurrentSnapshot(), b.CurrentSnapshot()
+	if sa == nil || sb == nil {
+		return sa == sb
+	}
+	return sa.SnapshotID == sb.SnapshotID
 }
 
 // keepFile returns the predicate of unreferenced files orphan cleanup must

@@ -15,6 +15,7 @@ import (
 
 	"github.com/lakegw/lakegw/changelog"
 	"github.com/lakegw/lakegw/lake"
+	"github.com/lakegw/lakegw/maintain"
 )
 
 // appendTarget commits the batches of a topic whose records are rows
@@ -29,11 +30,16 @@ type appendTarget struct {
 	ident      table.Identifier
 	partitions int32
 	log        zerolog.Logger
-	// tbl is the head as last committed or loaded, lastBases the offsets
+	// tbl is the head as loaded (after the last commit, afterCommit), lastBases the offsets
 	// the last commit attempt wrote its rows at (the writer's goroutine
 	// only).
 	tbl       *table.Table
 	lastBases []int64
+	// history, when set (a raw topic's table), expires the older
+	// snapshots in each commit; cleanFrom is the head the last commit was
+	// made on, whose expired snapshots' files afterCommit removes.
+	history   *maintain.HistoryCap
+	cleanFrom *table.Table
 }
 
 // prepare checks a batch's records against the table's rows.
@@ -92,10 +98,14 @@ func (r *appendTarget) commit(ctx context.Context, group []*ticket, producers fu
 			return nil, 0, err
 		}
 		cstart := time.Now()
-		committed, err := commitFiles(ctx, tbl, files, props)
+		committed, err := commitFiles(ctx, tbl, files, props, r.history)
 		r.log.Debug().Dur("took", time.Since(cstart)).Int("attempt", attempt).Err(err).Msg("committed to the catalog")
 		if err == nil {
-			r.tbl = committed
+			// The next commit is made on the head as loaded again by
+			// afterCommit, not on committed: a table iceberg-go returns
+			// from a commit keeps what it was built from, and chaining
+			// them grew the heap by 160 KB a commit (ten a second).
+			r.tbl, r.cleanFrom = nil, tbl
 			return bases, committed.CurrentSnapshot().SnapshotID, nil
 		}
 		if lake.IsCommitConflict(err) {
@@ -201,8 +211,9 @@ func (r *appendTarget) writeFiles(ctx context.Context, tbl *table.Table, ends []
 }
 
 // commitFiles appends files in one snapshot pinned to tbl's head, so that
-// the end offsets the rows were numbered from are the table's.
-func commitFiles(ctx context.Context, tbl *table.Table, files []iceberg.DataFile, props iceberg.Properties) (*table.Table, error) {
+// the end offsets the rows were numbered from are the table's, expiring
+// the history past history's cap in the same commit (nil: none).
+func commitFiles(ctx context.Context, tbl *table.Table, files []iceberg.DataFile, props iceberg.Properties, history *maintain.HistoryCap) (*table.Table, error) {
 	tx := tbl.NewTransaction()
 	if err := tx.AssertRefSnapshotID(table.MainBranch); err != nil {
 		return nil, fmt.Errorf("pin branch: %w", err)
@@ -210,7 +221,37 @@ func commitFiles(ctx context.Context, tbl *table.Table, files []iceberg.DataFile
 	if err := tx.AddDataFiles(ctx, files, props, table.WithoutDuplicateCheck()); err != nil {
 		return nil, fmt.Errorf("stage append: %w", err)
 	}
+	if history != nil {
+		if err := history.Stage(tx, tbl); err != nil {
+			return nil, err
+		}
+	}
 	return lake.CommitOrClean(ctx, tbl, tx)
+}
+
+// afterCommit loads the head the next commit is made on and removes the
+// files of the snapshots the last commit expired, once its batches are
+// answered (their acknowledgement waits for neither). A file left by a
+// failure is an orphan the maintenance pass removes; a head that cannot be
+// loaded is loaded by the next commit.
+func (r *appendTarget) afterCommit(ctx context.Context) {
+	before := r.cleanFrom
+	r.cleanFrom = nil
+	if before == nil {
+		return
+	}
+	head, err := r.cat.LoadTable(ctx, r.ident)
+	if err != nil {
+		r.log.Warn().Err(err).Msg("could not load the table after a commit; the next commit loads it")
+		return
+	}
+	r.tbl = head
+	if r.history == nil {
+		return
+	}
+	if n, err := r.history.Clean(ctx, before, head); err != nil {
+		r.log.Warn().Err(err).Int("removed", n).Msg("could not remove the files of snapshots a commit expired; orphan cleanup will")
+	}
 }
 
 func (r *appendTarget) removeFiles(ctx context.Context, tbl *table.Table, files []iceberg.DataFile) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"strconv"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/lakegw/lakegw/changelog"
 	"github.com/lakegw/lakegw/lake"
 	"github.com/lakegw/lakegw/lsm"
+	"github.com/lakegw/lakegw/maintain"
 )
 
 // MaxPartitions bounds a raw topic's partitions.
@@ -28,6 +30,29 @@ const MaxPartitions = 10000
 // because every commit (ten a second) rewrites the metadata of every
 // snapshot kept.
 const RawSnapshotRetention = 30 * time.Second
+
+// RawSnapshotsKept is the most snapshots a raw topic's table keeps: each
+// commit expires the older ones itself (maintain.HistoryCap), so the cost of
+// a commit stays the same however often producers make it commit. 64 is six
+// seconds of history at the default commit interval.
+const RawSnapshotsKept = 64
+
+// writerMaintainedProps keep what a table committed to ten times a second
+// accumulates bounded by its writer's own commits, not only by the next
+// maintenance pass: each commit deletes the metadata files that fall out of
+// a short log, and merges the manifests once there are 100
+// (commit.manifest-merge.min-count-to-merge), where a pass would have to
+// hold the writer while it merges hundreds.
+var writerMaintainedProps = func() iceberg.Properties {
+	props := maintain.CappedMetadataProperties()
+	props[table.ManifestMergeEnabledKey] = "true"
+	return props
+}()
+
+// manifestCacheBytes bounds what the writers of raw topics cache of their
+// tables' manifests (read only when a commit expires a compaction's
+// snapshots).
+const manifestCacheBytes = 16 << 20
 
 // legalTopic is Kafka's rule for topic names.
 var legalTopic = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,249}$`)
@@ -54,6 +79,7 @@ func (s *Service) CreateRawTopic(ctx context.Context, topic string, partitions i
 		table.ParquetCompressionKey: "zstd",
 		table.PropertyFormatVersion: "2",
 	}
+	maps.Copy(props, writerMaintainedProps)
 	for k, v := range configs {
 		switch {
 		case k == "retention.ms" || k == "retention.bytes":
@@ -282,6 +308,7 @@ func (s *Service) createAppendTopic(ctx context.Context, topic string, ident tab
 		table.ParquetCompressionKey:      "zstd",
 		table.PropertyFormatVersion:      "2",
 	}
+	maps.Copy(props, writerMaintainedProps)
 	for k, v := range configs {
 		switch k {
 		case ConfigSchema:

@@ -19,6 +19,7 @@ import (
 	"github.com/lakegw/lakegw/changelog"
 	"github.com/lakegw/lakegw/lake"
 	"github.com/lakegw/lakegw/lsm"
+	"github.com/lakegw/lakegw/maintain"
 )
 
 // Config configures the produce path.
@@ -64,6 +65,9 @@ type Service struct {
 
 	// epochs are the newest epoch of each producer id seen (epochs.go).
 	epochs *epochs
+	// manifests caches what raw topics' commits read of their tables'
+	// manifests to remove the files of the snapshots they expire.
+	manifests *maintain.ManifestCache
 
 	mu      sync.Mutex
 	writers map[string]*writer // one per raw topic produced to: bounded by the tables
@@ -82,7 +86,7 @@ func New(ctx context.Context, cat catalog.Catalog, cfg Config) *Service {
 		cfg.MaxPendingBytes = DefaultMaxPendingBytes
 	}
 	return &Service{cat: cat, cfg: cfg, ctx: ctx, pending: semaphore.NewWeighted(cfg.MaxPendingBytes), writers: map[string]*writer{},
-		epochs: newEpochs()}
+		epochs: newEpochs(), manifests: maintain.NewManifestCache(manifestCacheBytes)}
 }
 
 // Wait returns once every writer has stopped (after New's context ended).
@@ -303,6 +307,23 @@ func (s *Service) writer(ctx context.Context, topic string) (*writer, error) {
 	return w, nil
 }
 
+// HoldCommits runs fn while this gateway's writer of topic (if any) holds
+// its commits: a maintenance step whose staging takes longer than the
+// writer's commit interval (a raw compaction's swap rewrites manifests)
+// would otherwise lose every race to it. The writer goes on taking
+// batches meanwhile; fn should take a fraction of a second.
+func (s *Service) HoldCommits(topic string, fn func() error) error {
+	s.mu.Lock()
+	w := s.writers[topic]
+	s.mu.Unlock()
+	if w == nil {
+		return fn()
+	}
+	w.commitMu.Lock()
+	defer w.commitMu.Unlock()
+	return fn()
+}
+
 // stopWriter stops the writer of topic (its queued batches fail with
 // ErrClosed) and waits for it; the next produce to the topic loads its
 // table afresh.
@@ -331,7 +352,8 @@ func (s *Service) targetOf(ctx context.Context, topic string, ident table.Identi
 			return nil, 0, err
 		}
 		return &appendTarget{rows: rawRows{}, cat: s.cat, topic: topic, ident: ident, partitions: partitions, tbl: tbl,
-			log: s.cfg.Log.With().Str("topic", topic).Logger()}, partitions, nil
+			log:     s.cfg.Log.With().Str("topic", topic).Logger(),
+			history: &maintain.HistoryCap{Keep: RawSnapshotsKept, MaxAge: RawSnapshotRetention, Manifests: s.manifests}}, partitions, nil
 	case changelog.IsAppendTable(props):
 		rows, err := newSchemaRows(cmp.Or(props[changelog.PropFormat], "json"), tbl.Schema())
 		if err != nil {

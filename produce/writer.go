@@ -28,6 +28,11 @@ type writer struct {
 	interval time.Duration
 	log      zerolog.Logger
 
+	// commitMu is held for each commit, and by HoldCommits: another
+	// committer of the table (a compaction's swap) then commits between two
+	// of the writer's commits instead of racing them.
+	commitMu sync.Mutex
+
 	mu sync.Mutex
 	// closed is set once run stops taking batches: Submit refuses
 	// rather than queue a batch no commit would take.
@@ -60,6 +65,12 @@ type target interface {
 	find(ctx context.Context, id string, group []*ticket) (bases []int64, snapshotID int64, found bool, err error)
 	// load is the table as it is now.
 	load(ctx context.Context) (*table.Table, error)
+}
+
+// afterCommitter is a target with work to do once a commit's batches are
+// answered (removing the files of the snapshots the commit expired).
+type afterCommitter interface {
+	afterCommit(ctx context.Context)
 }
 
 // SummaryCommitID names each produce commit in its snapshot summary, so
@@ -122,7 +133,9 @@ func (w *writer) run(ctx context.Context) {
 			continue
 		}
 		last = time.Now()
+		w.commitMu.Lock()
 		w.commitGroup(ctx, group)
+		w.commitMu.Unlock()
 	}
 }
 
@@ -175,6 +188,9 @@ func (w *writer) commitGroup(ctx context.Context, group []*ticket) {
 	w.log.Debug().Int64("snapshot_id", snapshotID).Int("batches", len(group)).Dur("took", time.Since(start)).Msg("committed produced records")
 	if w.svc.cfg.OnCommit != nil {
 		w.svc.cfg.OnCommit(w.topic)
+	}
+	if a, ok := w.target.(afterCommitter); ok {
+		a.afterCommit(ctx)
 	}
 }
 

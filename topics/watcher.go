@@ -753,7 +753,13 @@ func (w *watcher) compactExpired(ctx context.Context, tbl *table.Table, indexed 
 		}
 		t.forget(old.SnapshotID, offsets.KindCompactedPrefix, count)
 	}
-	w.log.Info().Int("expired_snapshots", expired).Int64("prefix_snapshot_id", e.SnapshotID).
+	ev := w.log.Info()
+	if t.raw != nil {
+		// A raw topic's writer expires a snapshot with nearly every commit,
+		// and its records stay where they were.
+		ev = w.log.Debug()
+	}
+	ev.Int("expired_snapshots", expired).Int64("prefix_snapshot_id", e.SnapshotID).
 		Int64("live_rows", n).Int32("leader_epoch", t.Index.LeaderEpoch()).
 		Msg("older snapshots were expired; the topic now starts with the live rows of the earliest retained snapshot")
 	t.notify()

@@ -13,6 +13,7 @@ import (
 	"github.com/lakegw/lakegw/lake"
 	"github.com/lakegw/lakegw/lsm"
 	"github.com/lakegw/lakegw/maintain"
+	"github.com/lakegw/lakegw/produce"
 	"github.com/lakegw/lakegw/topics"
 )
 
@@ -64,7 +65,7 @@ const orphanEvery = time.Hour
 // maintains, every interval until ctx ends. pins (nil: none) says what
 // consumers' committed offsets still need. The quickstart's writer holds
 // its commits while its table is compacted (maintain.PropCompactionLease).
-func runMaintainer(ctx context.Context, cat catalog.Catalog, reg *topics.Registry, every time.Duration, pins maintain.PinFunc,
+func runMaintainer(ctx context.Context, cat catalog.Catalog, reg *topics.Registry, writes *produce.Service, every time.Duration, pins maintain.PinFunc,
 	log zerolog.Logger) error {
 	tick := time.NewTicker(every)
 	defer tick.Stop()
@@ -96,7 +97,8 @@ func runMaintainer(ctx context.Context, cat catalog.Catalog, reg *topics.Registr
 				pin = nil
 			}
 			opts := maintain.Options{Log: log, Topic: t.Name, Pin: pin, Retention: retentionFor(cat, tbl, log),
-				SkipOrphans: time.Since(lastOrphans[key]) < orphanEvery, Manifests: manifests}
+				SkipOrphans: time.Since(lastOrphans[key]) < orphanEvery, Manifests: manifests,
+				HoldWriters: func(_ context.Context, fn func() error) error { return writes.HoldCommits(t.Name, fn) }}
 			rep, err := maintain.Run(ctx, cat, t.Ident, opts)
 			if err != nil {
 				if ctx.Err() == nil {

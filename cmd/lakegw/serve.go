@@ -211,7 +211,7 @@ func cmdServe(ctx context.Context, args []string, demo bool) (err error) {
 		// Committed group offsets hold the snapshots they still need.
 		pins := maintain.PinFunc(consumerPins(reg, coord))
 		maintainer = func(ctx context.Context) error {
-			return runMaintainer(ctx, cat, reg, *maintainEvery, pins, log.With().Str("component", "maintain").Logger())
+			return runMaintainer(ctx, cat, reg, writes, *maintainEvery, pins, log.With().Str("component", "maintain").Logger())
 		}
 	}
 	var debug func(context.Context) error

@@ -1,0 +1,89 @@
+package produce
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lakegw/lakegw/lake"
+)
+
+// A raw topic's commits expire its older snapshots themselves: after many
+// more commits than RawSnapshotsKept, with no maintenance pass, the table
+// keeps at most RawSnapshotsKept snapshots, no manifest list of an expired
+// one is left on disk, and an Iceberg scan still reads every record at its
+// offset.
+func TestRawTopicCommitsKeepHistoryBounded(t *testing.T) {
+	cat, dir := openCatalog(t)
+	s, _ := newService(t, cat)
+	ctx := context.Background()
+	if err := s.CreateRawTopic(ctx, "busy", 2, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	const commits = RawSnapshotsKept*2 + 10
+	want := map[[2]int64]string{}
+	next := make([]int64, 2)
+	for c := range commits {
+		p := int32(c % 2)
+		b := Batch{Partition: p, ProducerID: NoProducer, Records: recs(fmt.Sprintf("c%d", c), 3)}
+		res, _ := s.Produce(ctx, "busy", []Batch{b})
+		if res[0].Err != nil || res[0].BaseOffset != next[p] {
+			t.Fatalf("commit %d: %+v, want base offset %d", c, res[0], next[p])
+		}
+		for j, rec := range b.Records {
+			want[[2]int64{int64(p), next[p] + int64(j)}] = string(rec.Value)
+		}
+		next[p] += int64(len(b.Records))
+	}
+	ident, err := lake.TopicIdent("busy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := cat.LoadTable(ctx, ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snaps := tbl.Metadata().Snapshots()
+	if len(snaps) > RawSnapshotsKept || len(snaps) < 2 {
+		t.Fatalf("%d snapshots after %d commits, want 2..%d", len(snaps), commits, RawSnapshotsKept)
+	}
+	// Every manifest list on disk is a retained snapshot's: the writer
+	// removes those of the snapshots it expired once it has answered, so
+	// the last commit's may take a moment.
+	retained := map[string]bool{}
+	for _, sn := range snaps {
+		retained[filepath.Base(strings.TrimPrefix(sn.ManifestList, "file://"))] = true
+	}
+	var stray []string
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		lists, err := filepath.Glob(filepath.Join(dir, "warehouse", "kafka.db", "busy", "metadata", "snap-*.avro"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		stray = stray[:0]
+		for _, l := range lists {
+			if !retained[filepath.Base(l)] {
+				stray = append(stray, filepath.Base(l))
+			}
+		}
+		if len(stray) == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if len(stray) > 0 {
+		t.Errorf("manifest lists of expired snapshots still on disk: %v", stray)
+	}
+	got := scanRows(t, cat, "busy")
+	if len(got) != len(want) {
+		t.Fatalf("scan holds %d rows, want %d", len(got), len(want))
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Fatalf("partition %d offset %d: scan %q, want %q", k[0], k[1], got[k], v)
+		}
+	}
+}
