@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"testing"
@@ -430,8 +431,18 @@ func TestTableTopicTakesUpserts(t *testing.T) {
 	defer cons.Close()
 	got := map[int64]string{}
 	var read int64
-	for read < total {
-		fs := cons.PollFetches(ctx)
+	// An acknowledged commit reaches the topic's index a moment later
+	// (the commit wakes the indexer): the end listed just after the last
+	// acknowledgement may not hold it yet, so read on until the replay
+	// matches or the deadline says it never will.
+	replayDeadline := time.Now().Add(20 * time.Second)
+	for read < total || (!maps.Equal(got, want) && time.Now().Before(replayDeadline)) {
+		pctx, pcancel := context.WithTimeout(ctx, time.Second)
+		fs := cons.PollFetches(pctx)
+		pcancel()
+		if errors.Is(fs.Err0(), context.DeadlineExceeded) && ctx.Err() == nil {
+			continue
+		}
 		if err := fs.Err0(); err != nil {
 			t.Fatalf("consume after %d of %d: %v", read, total, err)
 		}
