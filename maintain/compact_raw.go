@@ -38,7 +38,7 @@ type rawFile struct {
 }
 
 // compactRaw merges the small files of a raw topic's table (one per
-// partition per commit: ten a second under load) partition by partition:
+// partition per commit: twenty a second under load) partition by partition:
 // a run of consecutive small files, offsets contiguous, becomes one file
 // with its rows in offset order, in a replace snapshot (no records, the
 // same rows). Reads by offset (derive.RawFiles) find the records in the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,7 +17,7 @@ import (
 	"github.com/lakegw/lakegw/lake"
 )
 
-func openCatalog(t *testing.T) (catalog.Catalog, string) {
+func openCatalog(t testing.TB) (catalog.Catalog, string) {
 	t.Helper()
 	dir := t.TempDir()
 	cat, err := lake.OpenCatalog(context.Background(), dir, nil)
@@ -226,5 +227,42 @@ func TestCommitIntervalPerTopic(t *testing.T) {
 	res, _ = s.Produce(short, "slow", []Batch{{Partition: 0, ProducerID: NoProducer, Records: recs("b", 1)}})
 	if !errors.Is(res[0].Err, context.DeadlineExceeded) {
 		t.Fatalf("second batch within the minute: %+v, want still waiting", res[0])
+	}
+}
+
+// A table has one writer whichever of its names producers use: the same
+// idempotent batch sent to "orders" and to "kafka.orders" within one commit
+// interval is written once, and both requests are told its offset.
+func TestBareAndQualifiedTopicNamesShareOneWriter(t *testing.T) {
+	cat, _ := openCatalog(t)
+	s, _ := newService(t, cat)
+	ctx := context.Background()
+	if err := s.CreateRawTopic(ctx, "orders", 1, map[string]string{ConfigCommitInterval: "500"}, false); err != nil {
+		t.Fatal(err)
+	}
+	// The first commit is not held back; the batches below wait for the
+	// next one together.
+	if res, _ := s.Produce(ctx, "orders", []Batch{{Partition: 0, ProducerID: NoProducer, Records: recs("first", 1)}}); res[0].Err != nil {
+		t.Fatal(res[0].Err)
+	}
+	batch := Batch{Partition: 0, ProducerID: 7, BaseSequence: 0, Records: recs("once", 5)}
+	var wg sync.WaitGroup
+	results := make([]Result, 2)
+	for i, name := range []string{"orders", "kafka.orders"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, _ := s.Produce(ctx, name, []Batch{batch})
+			results[i] = res[0]
+		}()
+	}
+	wg.Wait()
+	for i, r := range results {
+		if r.Err != nil || r.BaseOffset != 1 {
+			t.Fatalf("request %d: %+v, want base offset 1", i, r)
+		}
+	}
+	if got := scanRows(t, cat, "orders"); len(got) != 6 {
+		t.Fatalf("the table holds %d rows, want 6 (the batch written once)", len(got))
 	}
 }

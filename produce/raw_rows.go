@@ -47,6 +47,19 @@ func rawBatch(partition int32, base int64, tickets []*ticket) arrow.RecordBatch 
 	hs := hl.ValueBuilder().(*array.StructBuilder)
 	hk := hs.FieldBuilder(0).(*array.StringBuilder)
 	hv := hs.FieldBuilder(1).(*array.BinaryBuilder)
+	// Sized once: grown append by append, the builders copied and
+	// cleared their buffers again and again (a tenth of a produce's CPU).
+	var rows, keyBytes, valueBytes int
+	for _, t := range tickets {
+		rows += len(t.batch.Records)
+		for i := range t.batch.Records {
+			keyBytes += len(t.batch.Records[i].Key)
+			valueBytes += len(t.batch.Records[i].Value)
+		}
+	}
+	b.Reserve(rows)
+	keys.ReserveData(keyBytes)
+	values.ReserveData(valueBytes)
 	off := base
 	for _, t := range tickets {
 		for i := range t.batch.Records {
