@@ -131,18 +131,7 @@ func onlyManifestLists(ctx context.Context, cache *ManifestCache, before, after 
 		ids[s.SnapshotID] = true
 		files = append(files, s.ManifestList)
 	}
-	meta := before.Metadata()
-	for sf := range meta.Statistics() {
-		if ids[sf.SnapshotID] && sf.StatisticsPath != "" {
-			files = append(files, sf.StatisticsPath)
-		}
-	}
-	for psf := range meta.PartitionStatistics() {
-		if ids[psf.SnapshotID] && psf.StatisticsPath != "" {
-			files = append(files, psf.StatisticsPath)
-		}
-	}
-	return files, true, nil
+	return append(files, statisticsPaths(before.Metadata(), inSet(ids))...), true, nil
 }
 
 // oldestAncestor is the oldest snapshot of tbl's main history it still has.

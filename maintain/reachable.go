@@ -45,11 +45,8 @@ func unreferencedFiles(ctx context.Context, cache *ManifestCache, before, after 
 			}
 		}
 	}
-	for sf := range after.Metadata().Statistics() {
-		live[sf.StatisticsPath] = true
-	}
-	for psf := range after.Metadata().PartitionStatistics() {
-		live[psf.StatisticsPath] = true
+	for _, p := range statisticsPaths(after.Metadata(), anySnapshot) {
+		live[p] = true
 	}
 
 	var out []string
@@ -85,15 +82,8 @@ func unreferencedFiles(ctx context.Context, cache *ManifestCache, before, after 
 		}
 		cache.forget(s.ManifestList, dead)
 	}
-	for sf := range before.Metadata().Statistics() {
-		if expiredIDs[sf.SnapshotID] {
-			add(sf.StatisticsPath)
-		}
-	}
-	for psf := range before.Metadata().PartitionStatistics() {
-		if expiredIDs[psf.SnapshotID] {
-			add(psf.StatisticsPath)
-		}
+	for _, p := range statisticsPaths(before.Metadata(), inSet(expiredIDs)) {
+		add(p)
 	}
 	return out, nil
 }

@@ -30,11 +30,12 @@ type appendTarget struct {
 	ident      table.Identifier
 	partitions int32
 	log        zerolog.Logger
-	// tbl is the head as loaded (after the last commit, afterCommit), lastBases the offsets
-	// the last commit attempt wrote its rows at (the writer's goroutine
-	// only).
+	// tbl is the head as loaded (after the last commit, afterCommit),
+	// lastBases the offsets the last commit attempt wrote its rows at and
+	// lastEnds the end offsets after them (the writer's goroutine only).
 	tbl       *table.Table
 	lastBases []int64
+	lastEnds  []int64
 	// history, when set (a raw topic's table), expires the older
 	// snapshots in each commit; cleanFrom is the head the last commit was
 	// made on, whose expired snapshots' files afterCommit removes.
@@ -63,10 +64,12 @@ type rowSource interface {
 
 // commit writes the group's rows and commits them, retrying on a
 // conflict; it returns each batch's first offset.
-func (r *appendTarget) commit(ctx context.Context, group []*ticket, producers func(bases []int64) (iceberg.Properties, error)) (bases []int64, snapshotID int64, err error) {
+func (r *appendTarget) commit(ctx context.Context, group []*ticket, producers func(bases []int64) (iceberg.Properties, error)) (landed, error) {
 	var (
 		files     []iceberg.DataFile
 		filesEnds []int64
+		bases     []int64
+		err       error
 	)
 	for attempt := 1; ; attempt++ {
 		tbl := r.tbl
@@ -78,13 +81,13 @@ func (r *appendTarget) commit(ctx context.Context, group []*ticket, producers fu
 				if files != nil {
 					r.removeFiles(ctx, r.tbl, files)
 				}
-				return nil, 0, fmt.Errorf("load %s: %w", r.topic, err)
+				return landed{}, fmt.Errorf("load %s: %w", r.topic, err)
 			}
 		}
 		ends, err := rawEnds(ctx, tbl, r.partitions)
 		if err != nil {
 			r.removeFiles(ctx, tbl, files)
-			return nil, 0, err
+			return landed{}, err
 		}
 		if files == nil || !slices.Equal(ends, filesEnds) {
 			// Offsets moved (another writer of the table): the rows are
@@ -92,16 +95,16 @@ func (r *appendTarget) commit(ctx context.Context, group []*ticket, producers fu
 			r.removeFiles(ctx, tbl, files)
 			wstart := time.Now()
 			if files, bases, err = r.writeFiles(ctx, tbl, ends, group); err != nil {
-				return nil, 0, err
+				return landed{}, err
 			}
 			r.log.Debug().Dur("took", time.Since(wstart)).Int("files", len(files)).Msg("wrote the data files of a commit")
 			filesEnds = ends
-			r.lastBases = bases
+			r.lastBases, r.lastEnds = bases, endsAfter(ends, group)
 		}
 		props, err := r.summary(ends, group, bases, producers)
 		if err != nil {
 			r.removeFiles(ctx, tbl, files)
-			return nil, 0, err
+			return landed{}, err
 		}
 		cstart := time.Now()
 		committed, err := commitFiles(ctx, tbl, files, props, r.history)
@@ -112,7 +115,7 @@ func (r *appendTarget) commit(ctx context.Context, group []*ticket, producers fu
 			// from a commit keeps what it was built from, and chaining
 			// them grew the heap by 160 KB a commit (twenty a second).
 			r.tbl, r.cleanFrom, r.committedAt = nil, tbl, committed.MetadataLocation()
-			return bases, committed.CurrentSnapshot().SnapshotID, nil
+			return landed{bases: bases, snapshotID: committed.CurrentSnapshot().SnapshotID, ends: r.lastEnds}, nil
 		}
 		if lake.IsCommitConflict(err) {
 			if attempt < maxCommitAttempts && ctx.Err() == nil {
@@ -120,30 +123,40 @@ func (r *appendTarget) commit(ctx context.Context, group []*ticket, producers fu
 			}
 			// The catalog took none of it: the files are garbage now.
 			r.removeFiles(ctx, tbl, files)
-			return nil, 0, fmt.Errorf("commit to %s: gave up after %d conflicts: %w", r.topic, attempt, err)
+			return landed{}, fmt.Errorf("commit to %s: gave up after %d conflicts: %w", r.topic, attempt, err)
 		}
 		// After anything but a clean conflict the catalog may have taken
 		// the commit: the files stay (orphan cleanup removes them if it
 		// did not), and the writer finds out (writer.resolve).
 		r.tbl = nil
-		return nil, 0, &maybeCommitted{fmt.Errorf("commit to %s: %w", r.topic, err)}
+		return landed{}, &maybeCommitted{fmt.Errorf("commit to %s: %w", r.topic, err)}
 	}
 }
 
 // find looks for the commit id names among the table's snapshots: the
 // outcome of a commit whose answer was lost. Its bases are those the last
 // attempt wrote the rows at.
-func (r *appendTarget) find(ctx context.Context, id string, group []*ticket) ([]int64, int64, bool, error) {
+func (r *appendTarget) find(ctx context.Context, id string, group []*ticket) (landed, bool, error) {
 	tbl, err := r.cat.LoadTable(ctx, r.ident)
 	if err != nil {
-		return nil, 0, false, err
+		return landed{}, false, err
 	}
 	snap := findCommit(tbl, id)
 	if snap == nil {
-		return nil, 0, false, nil
+		return landed{}, false, nil
 	}
 	r.tbl = tbl
-	return r.lastBases, snap.SnapshotID, true, nil
+	return landed{bases: r.lastBases, snapshotID: snap.SnapshotID, ends: r.lastEnds}, true, nil
+}
+
+// endsAfter is every partition's end offset once group is appended at
+// ends.
+func endsAfter(ends []int64, group []*ticket) []int64 {
+	after := slices.Clone(ends)
+	for _, t := range group {
+		after[t.batch.Partition] += int64(len(t.batch.Records))
+	}
+	return after
 }
 
 // load is the table as it is now.

@@ -41,7 +41,12 @@ type Config struct {
 	// OnCommit is called with the topic after each commit, to wake its
 	// consumers on this gateway.
 	OnCommit func(topic string)
-	Log      zerolog.Logger
+	// AwaitServed, when set, returns once this gateway serves topic up
+	// to ends (every partition's end offset after a commit), or with
+	// ctx's error: a commit's requests are answered after it (see
+	// answers.go).
+	AwaitServed func(ctx context.Context, topic string, ends []int64) error
+	Log         zerolog.Logger
 }
 
 // Defaults for Config.

@@ -81,10 +81,10 @@ func (tt *tableTarget) prepare(t *ticket) error {
 }
 
 // commit applies the group's operations in accept order and commits them.
-func (tt *tableTarget) commit(ctx context.Context, group []*ticket, producers func([]int64) (iceberg.Properties, error)) ([]int64, int64, error) {
+func (tt *tableTarget) commit(ctx context.Context, group []*ticket, producers func([]int64) (iceberg.Properties, error)) (landed, error) {
 	w, err := tt.tbl.NewWriter(ctx)
 	if err != nil {
-		return nil, 0, err
+		return landed{}, err
 	}
 	for _, t := range group {
 		for _, op := range t.ops {
@@ -96,13 +96,13 @@ func (tt *tableTarget) commit(ctx context.Context, group []*ticket, producers fu
 			if err != nil {
 				// Checked when accepted: only a schema change since can
 				// refuse it now.
-				return nil, 0, fmt.Errorf("%w: %w", ErrInvalidRecord, err)
+				return landed{}, fmt.Errorf("%w: %w", ErrInvalidRecord, err)
 			}
 		}
 	}
 	ps, err := producers(nil)
 	if err != nil {
-		return nil, 0, err
+		return landed{}, err
 	}
 	for k, v := range ps {
 		w.SetSummary(k, v)
@@ -110,10 +110,10 @@ func (tt *tableTarget) commit(ctx context.Context, group []*ticket, producers fu
 	res, err := w.Commit(ctx)
 	if err != nil {
 		if lake.IsCommitConflict(err) {
-			return nil, 0, err // lsm gave up on conflicts: nothing landed
+			return landed{}, err // lsm gave up on conflicts: nothing landed
 		}
 		// Any other failure may follow the catalog's taking the commit.
-		return nil, 0, &maybeCommitted{err}
+		return landed{}, &maybeCommitted{err}
 	}
 	bases := make([]int64, len(group))
 	for i, t := range group {
@@ -126,7 +126,11 @@ func (tt *tableTarget) commit(ctx context.Context, group []*ticket, producers fu
 			bases[i] = res.Ends[p] - res.Counts[p]
 		}
 	}
-	return bases, res.SnapshotID, nil
+	l := landed{bases: bases, snapshotID: res.SnapshotID}
+	if res.SnapshotID != 0 {
+		l.ends = res.Ends
+	}
+	return l, nil
 }
 
 // evolveTimeout bounds one schema evolution.
@@ -171,26 +175,26 @@ func (tt *tableTarget) evolveFor(ops []rowOp) error {
 
 // find looks for the commit id names: its summary's counts and ends give
 // each batch's base, as commit does.
-func (tt *tableTarget) find(ctx context.Context, id string, group []*ticket) ([]int64, int64, bool, error) {
+func (tt *tableTarget) find(ctx context.Context, id string, group []*ticket) (landed, bool, error) {
 	tbl, err := tt.cat.LoadTable(ctx, tt.ident)
 	if err != nil {
-		return nil, 0, false, err
+		return landed{}, false, err
 	}
 	snap := findCommit(tbl, id)
 	if snap == nil {
-		return nil, 0, false, nil
+		return landed{}, false, nil
 	}
 	n, err := strconv.Atoi(tbl.Properties()[changelog.PropPartitions])
 	if err != nil || n < 1 {
-		return nil, 0, false, fmt.Errorf("table topic: %s=%q", changelog.PropPartitions, tbl.Properties()[changelog.PropPartitions])
+		return landed{}, false, fmt.Errorf("table topic: %s=%q", changelog.PropPartitions, tbl.Properties()[changelog.PropPartitions])
 	}
 	counts, _, err := changelog.CountsFromSummary(tbl.Properties(), snap, int32(n))
 	if err != nil {
-		return nil, 0, false, err
+		return landed{}, false, err
 	}
 	ends, ok, err := changelog.LSMEnds(tbl.Metadata(), snap, n)
 	if err != nil {
-		return nil, 0, false, err
+		return landed{}, false, err
 	}
 	bases := make([]int64, len(group))
 	for i, t := range group {
@@ -201,7 +205,11 @@ func (tt *tableTarget) find(ctx context.Context, id string, group []*ticket) ([]
 		}
 		bases[i] = ends[p] - counts[p]
 	}
-	return bases, snap.SnapshotID, true, nil
+	l := landed{bases: bases, snapshotID: snap.SnapshotID}
+	if ok {
+		l.ends = ends
+	}
+	return l, true, nil
 }
 
 // load is the table as it is now.

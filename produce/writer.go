@@ -46,6 +46,9 @@ type writer struct {
 	queued int64 // bytes in queue
 	wake   chan struct{}
 	done   chan struct{}
+	// answers takes committed groups to the answering goroutine
+	// (answerLoop), which run starts and stops; nil outside run.
+	answers chan answers
 	// stop ends run (a deleted topic); the Service's context ends it too.
 	stop context.CancelFunc
 }
@@ -57,14 +60,24 @@ type target interface {
 	prepare(t *ticket) error
 	// commit writes group in one Iceberg commit whose summary carries
 	// summary(bases) (bases: each batch's first offset, nil where the
-	// commit decides them) and returns each batch's first offset.
-	commit(ctx context.Context, group []*ticket, summary func(bases []int64) (iceberg.Properties, error)) (bases []int64, snapshotID int64, err error)
+	// commit decides them) and says where the group landed.
+	commit(ctx context.Context, group []*ticket, summary func(bases []int64) (iceberg.Properties, error)) (landed, error)
 	// find looks for the commit whose summary carries id (SummaryCommitID)
-	// after commit failed with maybeCommitted: found, it returns the bases
-	// that commit gave group.
-	find(ctx context.Context, id string, group []*ticket) (bases []int64, snapshotID int64, found bool, err error)
+	// after commit failed with maybeCommitted: found, it says where that
+	// commit put group.
+	find(ctx context.Context, id string, group []*ticket) (l landed, found bool, err error)
 	// load is the table as it is now.
 	load(ctx context.Context) (*table.Table, error)
+}
+
+// landed is where a commit put its group: each batch's first offset (-1
+// where the commit decided none), the snapshot, and every partition's end
+// offset after it (nil when not known), which the group's answers wait
+// for this gateway to serve (Config.AwaitServed).
+type landed struct {
+	bases      []int64
+	snapshotID int64
+	ends       []int64
 }
 
 // afterCommitter is a target with work to do once a commit's batches are
@@ -95,6 +108,16 @@ const maxCommitAttempts = 20
 // with ErrClosed.
 func (w *writer) run(ctx context.Context) {
 	defer close(w.done)
+	w.answers = make(chan answers, answerQueue)
+	answered := make(chan struct{})
+	go func() {
+		defer close(answered)
+		w.answerLoop(ctx, w.answers)
+	}()
+	defer func() {
+		close(w.answers)
+		<-answered
+	}()
 	last := time.Time{}
 	for {
 		select {
@@ -143,7 +166,7 @@ func (w *writer) run(ctx context.Context) {
 func (w *writer) commitGroup(ctx context.Context, group []*ticket) {
 	start := time.Now()
 	id := newCommitID()
-	bases, snapshotID, err := w.target.commit(ctx, group, func(bases []int64) (iceberg.Properties, error) {
+	l, err := w.target.commit(ctx, group, func(bases []int64) (iceberg.Properties, error) {
 		props, err := w.producersSummary(group, bases)
 		if err == nil {
 			props[SummaryCommitID] = id
@@ -155,7 +178,7 @@ func (w *writer) commitGroup(ctx context.Context, group []*ticket) {
 	if errors.As(err, &maybe) {
 		// Answered nothing: the commit may be in the table. Failing its
 		// batches then would have their retries written twice.
-		bases, snapshotID, unsure, err = w.resolve(ctx, id, group, err)
+		l, unsure, err = w.resolve(ctx, id, group, err)
 	}
 	w.mu.Lock()
 	if err != nil {
@@ -170,25 +193,19 @@ func (w *writer) commitGroup(ctx context.Context, group []*ticket) {
 		w.seq.failed()
 		w.mu.Unlock()
 		w.log.Warn().Err(err).Int("batches", len(group)+len(rest)).Msg("commit of produced records failed; their producers retry")
-		for _, t := range append(group, rest...) {
-			t.finish(-1, fmt.Errorf("%w: %w", ErrCommitFailed, err))
-			w.svc.release(t.size)
-		}
+		w.answer(ctx, answers{group: append(group, rest...), err: fmt.Errorf("%w: %w", ErrCommitFailed, err)})
 		return
 	}
 	for i, t := range group {
-		t.res.BaseOffset = bases[i]
+		t.res.BaseOffset = l.bases[i]
 	}
 	w.seq.committed(group)
 	w.mu.Unlock()
-	for i, t := range group {
-		t.finish(bases[i], nil)
-		w.svc.release(t.size)
-	}
-	w.log.Debug().Int64("snapshot_id", snapshotID).Int("batches", len(group)).Dur("took", time.Since(start)).Msg("committed produced records")
+	w.log.Debug().Int64("snapshot_id", l.snapshotID).Int("batches", len(group)).Dur("took", time.Since(start)).Msg("committed produced records")
 	if w.svc.cfg.OnCommit != nil {
 		w.svc.cfg.OnCommit(w.topic)
 	}
+	w.answer(ctx, answers{group: group, bases: l.bases, ends: l.ends})
 	if a, ok := w.target.(afterCommitter); ok {
 		a.afterCommit(ctx)
 	}
@@ -197,26 +214,26 @@ func (w *writer) commitGroup(ctx context.Context, group []*ticket) {
 // resolve finds out whether the commit named id is in the table after its
 // answer was lost: found, the group succeeded; known absent, cause stands;
 // unknown after resolveAttempts looks, cause stands and unsure is true.
-func (w *writer) resolve(ctx context.Context, id string, group []*ticket, cause error) ([]int64, int64, bool, error) {
+func (w *writer) resolve(ctx context.Context, id string, group []*ticket, cause error) (landed, bool, error) {
 	wait := 100 * time.Millisecond
 	for attempt := 1; attempt <= resolveAttempts; attempt++ {
-		bases, snapshotID, found, err := w.target.find(ctx, id, group)
+		l, found, err := w.target.find(ctx, id, group)
 		switch {
 		case err == nil && found:
-			w.log.Info().Err(cause).Int64("snapshot_id", snapshotID).Msg("a commit that answered with an error is in the table: its batches succeeded")
-			return bases, snapshotID, false, nil
+			w.log.Info().Err(cause).Int64("snapshot_id", l.snapshotID).Msg("a commit that answered with an error is in the table: its batches succeeded")
+			return l, false, nil
 		case err == nil:
-			return nil, 0, false, cause
+			return landed{}, false, cause
 		}
 		w.log.Warn().Err(err).Int("attempt", attempt).Msg("cannot tell whether a commit landed; looking again")
 		select {
 		case <-ctx.Done():
-			return nil, 0, true, cause
+			return landed{}, true, cause
 		case <-time.After(wait):
 		}
 		wait *= 2
 	}
-	return nil, 0, true, cause
+	return landed{}, true, cause
 }
 
 // rereadState reads the producers' state from the table again after a commit

@@ -192,7 +192,7 @@ func cmdServe(ctx context.Context, args []string, demo bool) (err error) {
 	// Produced records: the writers commit until serve returns, after the
 	// server has stopped taking requests.
 	pctx, stopWriters := context.WithCancel(ctx)
-	writes := produce.New(pctx, cat, produce.Config{CommitInterval: *commitInterval, OnCommit: reg.Kick, DefaultFormat: *format,
+	writes := produce.New(pctx, cat, produce.Config{CommitInterval: *commitInterval, OnCommit: reg.Kick, AwaitServed: reg.AwaitServed, DefaultFormat: *format,
 		Log: log.With().Str("component", "produce").Logger()})
 	defer func() { stopWriters(); writes.Wait() }()
 	srv.AcceptWrites(writes)
