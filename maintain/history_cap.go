@@ -31,6 +31,9 @@ type HistoryCap struct {
 	MaxAge time.Duration
 	// Manifests caches the manifest lists and entries Clean reads.
 	Manifests *ManifestCache
+	// Removals, when set, holds the files Clean finds unreferenced for
+	// its grace period before they are removed; nil removes them at once.
+	Removals *DeferredRemovals
 }
 
 // Stage adds to tx, which already holds the writer's new snapshot on base's
@@ -68,12 +71,12 @@ func (c HistoryCap) Stage(tx *table.Transaction, base *table.Table) error {
 
 // Clean removes the files only the snapshots the commit from before to
 // after expired referenced (their manifest lists, and the manifests and
-// data files a compaction or manifest merge had replaced), returning how
-// many it removed.
+// data files a compaction or manifest merge had replaced), after
+// c.Removals' grace when set, returning how many it removed.
 func (c HistoryCap) Clean(ctx context.Context, before, after *table.Table) (int, error) {
 	expired := expiredSnapshots(before, after)
 	if len(expired) == 0 {
-		return 0, nil
+		return c.remove(ctx, after, nil)
 	}
 	files, ok, err := onlyManifestLists(ctx, c.Manifests, before, after, expired)
 	if err != nil {
@@ -84,7 +87,19 @@ func (c HistoryCap) Clean(ctx context.Context, before, after *table.Table) (int,
 			return 0, fmt.Errorf("files of %d snapshots expired in a commit: %w", len(expired), err)
 		}
 	}
-	n, err := lake.RemoveFiles(ctx, after, files)
+	return c.remove(ctx, after, files)
+}
+
+// remove removes files now, or hands them to c.Removals and removes those
+// whose grace has run out.
+func (c HistoryCap) remove(ctx context.Context, tbl *table.Table, files []string) (int, error) {
+	if c.Removals != nil {
+		files = c.Removals.hold(files, time.Now())
+	}
+	if len(files) == 0 {
+		return 0, nil
+	}
+	n, err := lake.RemoveFiles(ctx, tbl, files)
 	if err != nil {
 		return n, fmt.Errorf("remove files of snapshots expired in a commit: %w", err)
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/lakegw/lakegw/lake"
 )
 
@@ -18,8 +20,9 @@ import (
 // offset.
 func TestRawTopicCommitsKeepHistoryBounded(t *testing.T) {
 	cat, dir := openCatalog(t)
-	s, _ := newService(t, cat)
-	ctx := context.Background()
+	ctx, cancel := context.WithCancel(context.Background())
+	s := New(ctx, cat, Config{CommitInterval: 20 * time.Millisecond, ExpiredFilesGrace: -1, Log: zerolog.Nop()})
+	t.Cleanup(func() { cancel(); s.Wait() })
 	if err := s.CreateRawTopic(ctx, "busy", 2, nil, false); err != nil {
 		t.Fatal(err)
 	}
@@ -85,5 +88,60 @@ func TestRawTopicCommitsKeepHistoryBounded(t *testing.T) {
 		if got[k] != v {
 			t.Fatalf("partition %d offset %d: scan %q, want %q", k[0], k[1], got[k], v)
 		}
+	}
+}
+
+// The files of the snapshots a raw topic's commits expire stay for
+// ExpiredFilesGrace: a scan planned on a snapshot that expired a moment
+// later still finds its manifest list (and so its manifests and data
+// files) on disk.
+func TestExpiredSnapshotsKeepTheirFilesForTheGrace(t *testing.T) {
+	cat, _ := openCatalog(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	s := New(ctx, cat, Config{CommitInterval: time.Millisecond, ExpiredFilesGrace: time.Hour, Log: zerolog.Nop()})
+	t.Cleanup(func() { cancel(); s.Wait() })
+	if err := s.CreateRawTopic(ctx, "busy", 1, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	produce := func(c int) {
+		res, _ := s.Produce(ctx, "busy", []Batch{{Partition: 0, ProducerID: NoProducer, Records: recs(fmt.Sprintf("c%d", c), 2)}})
+		if res[0].Err != nil {
+			t.Fatalf("commit %d: %v", c, res[0].Err)
+		}
+	}
+	produce(0)
+	ident, err := lake.TopicIdent("busy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	early, err := cat.LoadTable(ctx, ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for c := 1; c < RawSnapshotsKept+10; c++ {
+		produce(c)
+	}
+	now, err := cat.LoadTable(ctx, ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if now.Metadata().SnapshotByID(early.CurrentSnapshot().SnapshotID) != nil {
+		t.Fatal("the first snapshot was not expired: the test proves nothing")
+	}
+	// A reader holding the early metadata scans it in full.
+	_, itr, err := early.Scan().ToArrowRecords(ctx)
+	if err != nil {
+		t.Fatalf("scan of a snapshot expired within the grace: %v", err)
+	}
+	rows := 0
+	for rec, err := range itr {
+		if err != nil {
+			t.Fatalf("scan of a snapshot expired within the grace: %v", err)
+		}
+		rows += int(rec.NumRows())
+		rec.Release()
+	}
+	if rows != 2 {
+		t.Fatalf("the early snapshot scans %d rows, want 2", rows)
 	}
 }

@@ -46,7 +46,12 @@ type Config struct {
 	// ctx's error: a commit's requests are answered after it (see
 	// answers.go).
 	AwaitServed func(ctx context.Context, topic string, ends []int64) error
-	Log         zerolog.Logger
+	// ExpiredFilesGrace is how long the files of the snapshots a raw
+	// topic's commits expire stay before the writer removes them, so that
+	// a scan planned on a recent snapshot still finds them (default 10
+	// min; negative: removed at once).
+	ExpiredFilesGrace time.Duration
+	Log               zerolog.Logger
 }
 
 // Defaults for Config.
@@ -63,6 +68,9 @@ const (
 	DefaultCommitInterval  = 50 * time.Millisecond
 	DefaultMaxCommitBytes  = 32 << 20
 	DefaultMaxPendingBytes = 256 << 20
+	// DefaultExpiredFilesGrace: far longer than planning a scan takes,
+	// short enough that what a compaction replaced is gone within minutes.
+	DefaultExpiredFilesGrace = 10 * time.Minute
 )
 
 // Service takes produced records for the tables of one catalog. Its
@@ -94,6 +102,9 @@ func New(ctx context.Context, cat catalog.Catalog, cfg Config) *Service {
 	}
 	if cfg.MaxPendingBytes <= 0 {
 		cfg.MaxPendingBytes = DefaultMaxPendingBytes
+	}
+	if cfg.ExpiredFilesGrace == 0 {
+		cfg.ExpiredFilesGrace = DefaultExpiredFilesGrace
 	}
 	return &Service{cat: cat, cfg: cfg, ctx: ctx, pending: semaphore.NewWeighted(cfg.MaxPendingBytes), writers: map[string]*writer{},
 		epochs: newEpochs(), manifests: maintain.NewManifestCache(manifestCacheBytes)}
@@ -337,6 +348,15 @@ func (s *Service) HoldCommits(topic string, fn func() error) error {
 	return fn()
 }
 
+// expiredFileRemovals holds a raw topic writer's expired files for
+// Config.ExpiredFilesGrace (nil: removed at once).
+func (s *Service) expiredFileRemovals() *maintain.DeferredRemovals {
+	if s.cfg.ExpiredFilesGrace < 0 {
+		return nil
+	}
+	return &maintain.DeferredRemovals{Grace: s.cfg.ExpiredFilesGrace}
+}
+
 // canonicalTopic is the name a table's writer is known by (lake.TopicName
 // of the table topic stands for); topic itself when it names no table.
 func canonicalTopic(topic string) string {
@@ -376,8 +396,9 @@ func (s *Service) targetOf(ctx context.Context, topic string, ident table.Identi
 			return nil, 0, err
 		}
 		return &appendTarget{rows: rawRows{}, cat: s.cat, topic: topic, ident: ident, partitions: partitions, tbl: tbl,
-			log:     s.cfg.Log.With().Str("topic", topic).Logger(),
-			history: &maintain.HistoryCap{Keep: RawSnapshotsKept, MaxAge: RawSnapshotRetention, Manifests: s.manifests}}, partitions, nil
+			log: s.cfg.Log.With().Str("topic", topic).Logger(),
+			history: &maintain.HistoryCap{Keep: RawSnapshotsKept, MaxAge: RawSnapshotRetention, Manifests: s.manifests,
+				Removals: s.expiredFileRemovals()}}, partitions, nil
 	case changelog.IsAppendTable(props):
 		rows, err := newSchemaRows(cmp.Or(props[changelog.PropFormat], "json"), tbl.Schema())
 		if err != nil {

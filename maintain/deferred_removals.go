@@ -1,0 +1,66 @@
+package maintain
+
+import (
+	"sync"
+	"time"
+)
+
+// DeferredRemovals holds the files a writer's commits stopped referencing
+// (HistoryCap.Clean) for a grace period before they are removed: an
+// engine that planned a scan on a snapshot a few seconds old (a raw topic
+// keeps only its newest 64, a few seconds at full rate) still finds its
+// manifests and data files, as it would under a maintenance pass's expiry
+// that keeps days. Held in memory by the writer and bounded: past Max
+// paths the oldest go early; files a stopped or crashed writer still held
+// are unreferenced, and orphan cleanup removes them.
+type DeferredRemovals struct {
+	// Grace is how long a file stays after its last snapshot expired.
+	Grace time.Duration
+	// Max bounds the paths held (default 100,000).
+	Max int
+
+	mu      sync.Mutex
+	pending []deferredFile
+}
+
+type deferredFile struct {
+	path  string
+	since time.Time
+}
+
+// defaultMaxDeferred bounds DeferredRemovals when Max is not set: a day
+// of manifest lists at a commit a second, or a few compaction passes'
+// small files.
+const defaultMaxDeferred = 100_000
+
+// hold adds paths, unreferenced since now, and returns the paths whose
+// grace has run out (or that the bound pushes out), oldest first.
+func (d *DeferredRemovals) hold(paths []string, now time.Time) []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, p := range paths {
+		d.pending = append(d.pending, deferredFile{path: p, since: now})
+	}
+	limit := d.Max
+	if limit <= 0 {
+		limit = defaultMaxDeferred
+	}
+	n := 0
+	for n < len(d.pending) && (len(d.pending)-n > limit || now.Sub(d.pending[n].since) >= d.Grace) {
+		n++
+	}
+	due := make([]string, n)
+	for i := range n {
+		due[i] = d.pending[i].path
+	}
+	// Compact in place so that the backing array does not grow forever.
+	d.pending = append(d.pending[:0], d.pending[n:]...)
+	return due
+}
+
+// Len is how many files are held.
+func (d *DeferredRemovals) Len() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.pending)
+}
