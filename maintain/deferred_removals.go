@@ -19,8 +19,12 @@ type DeferredRemovals struct {
 	// Max bounds the paths held (default 100,000).
 	Max int
 
-	mu      sync.Mutex
+	mu sync.Mutex
+	// pending[head:] are held, oldest first; the slice is compacted only
+	// once head passes half of it, so a commit costs what it adds and
+	// removes, not what is held.
 	pending []deferredFile
+	head    int
 }
 
 type deferredFile struct {
@@ -45,16 +49,16 @@ func (d *DeferredRemovals) hold(paths []string, now time.Time) []string {
 	if limit <= 0 {
 		limit = defaultMaxDeferred
 	}
-	n := 0
-	for n < len(d.pending) && (len(d.pending)-n > limit || now.Sub(d.pending[n].since) >= d.Grace) {
-		n++
+	var due []string
+	for d.head < len(d.pending) && (len(d.pending)-d.head > limit || now.Sub(d.pending[d.head].since) >= d.Grace) {
+		due = append(due, d.pending[d.head].path)
+		d.pending[d.head] = deferredFile{}
+		d.head++
 	}
-	due := make([]string, n)
-	for i := range n {
-		due[i] = d.pending[i].path
+	if d.head > len(d.pending)/2 {
+		d.pending = append(d.pending[:0], d.pending[d.head:]...)
+		d.head = 0
 	}
-	// Compact in place so that the backing array does not grow forever.
-	d.pending = append(d.pending[:0], d.pending[n:]...)
 	return due
 }
 
@@ -62,5 +66,5 @@ func (d *DeferredRemovals) hold(paths []string, now time.Time) []string {
 func (d *DeferredRemovals) Len() int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return len(d.pending)
+	return len(d.pending) - d.head
 }

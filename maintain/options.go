@@ -112,7 +112,7 @@ type Options struct {
 	Manifests *ManifestCache
 	// HoldWriters, when set, runs fn while this gateway's own writer of the
 	// table holds its commits (produce.Service.HoldCommits): a raw topic's
-	// writer commits ten times a second, and a compaction's swap, staged on
+	// writer commits up to twenty times a second, and a compaction's swap, staged on
 	// the newest head, takes longer than that to stage.
 	HoldWriters func(ctx context.Context, fn func() error) error
 	// BeforeCompactionCommit, when set, runs between a compaction's

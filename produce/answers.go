@@ -13,11 +13,10 @@ import (
 // the index; answers leave in commit order.
 
 // answers are the answers to one group's requests: its batches' offsets
-// once every partition is served up to ends (nil: nothing to wait for),
-// or err for all of them.
+// (each ticket's res, set by the commit) once every partition is served up
+// to ends (nil: nothing to wait for), or err for all of them.
 type answers struct {
 	group []*ticket
-	bases []int64
 	ends  []int64
 	err   error
 }
@@ -65,12 +64,8 @@ func (w *writer) deliver(ctx context.Context, a answers) {
 				Msg("acknowledging committed records this gateway does not serve yet: a read right after the acknowledgement may miss them")
 		}
 	}
-	for i, t := range a.group {
-		if a.err != nil {
-			t.finish(-1, a.err)
-		} else {
-			t.finish(a.bases[i], nil)
-		}
+	for _, t := range a.group {
+		t.finish(t.res.BaseOffset, a.err)
 		w.svc.release(t.size)
 	}
 }

@@ -5,8 +5,6 @@ import (
 	"slices"
 	"testing"
 	"time"
-
-	"github.com/rs/zerolog"
 )
 
 // A commit's requests are answered only once AwaitServed says the gateway
@@ -14,11 +12,10 @@ import (
 // that: the second group commits while the first is still unanswered.
 func TestAnswersWaitForTheIndex(t *testing.T) {
 	cat, _ := openCatalog(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := context.Background()
 	asked := make(chan []int64, 10)
 	release := make(chan struct{})
-	s := New(ctx, cat, Config{CommitInterval: time.Millisecond, Log: zerolog.Nop(),
+	s, _ := newServiceWith(t, cat, Config{CommitInterval: time.Millisecond,
 		AwaitServed: func(ctx context.Context, topic string, ends []int64) error {
 			if topic != "orders" {
 				t.Errorf("awaited topic %q, want orders", topic)
@@ -31,7 +28,6 @@ func TestAnswersWaitForTheIndex(t *testing.T) {
 				return ctx.Err()
 			}
 		}})
-	t.Cleanup(func() { cancel(); s.Wait() })
 	if err := s.CreateRawTopic(ctx, "orders", 2, nil, false); err != nil {
 		t.Fatal(err)
 	}

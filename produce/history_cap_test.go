@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/lakegw/lakegw/lake"
 )
 
@@ -20,9 +18,8 @@ import (
 // offset.
 func TestRawTopicCommitsKeepHistoryBounded(t *testing.T) {
 	cat, dir := openCatalog(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	s := New(ctx, cat, Config{CommitInterval: 20 * time.Millisecond, ExpiredFilesGrace: -1, Log: zerolog.Nop()})
-	t.Cleanup(func() { cancel(); s.Wait() })
+	s, _ := newServiceWith(t, cat, Config{CommitInterval: 20 * time.Millisecond, ExpiredFilesGrace: -1})
+	ctx := context.Background()
 	if err := s.CreateRawTopic(ctx, "busy", 2, nil, false); err != nil {
 		t.Fatal(err)
 	}
@@ -80,15 +77,7 @@ func TestRawTopicCommitsKeepHistoryBounded(t *testing.T) {
 	if len(stray) > 0 {
 		t.Errorf("manifest lists of expired snapshots still on disk: %v", stray)
 	}
-	got := scanRows(t, cat, "busy")
-	if len(got) != len(want) {
-		t.Fatalf("scan holds %d rows, want %d", len(got), len(want))
-	}
-	for k, v := range want {
-		if got[k] != v {
-			t.Fatalf("partition %d offset %d: scan %q, want %q", k[0], k[1], got[k], v)
-		}
-	}
+	assertRows(t, scanRows(t, cat, "busy"), want)
 }
 
 // The files of the snapshots a raw topic's commits expire stay for
@@ -97,9 +86,8 @@ func TestRawTopicCommitsKeepHistoryBounded(t *testing.T) {
 // files) on disk.
 func TestExpiredSnapshotsKeepTheirFilesForTheGrace(t *testing.T) {
 	cat, _ := openCatalog(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	s := New(ctx, cat, Config{CommitInterval: time.Millisecond, ExpiredFilesGrace: time.Hour, Log: zerolog.Nop()})
-	t.Cleanup(func() { cancel(); s.Wait() })
+	s, _ := newServiceWith(t, cat, Config{CommitInterval: time.Millisecond, ExpiredFilesGrace: time.Hour})
+	ctx := context.Background()
 	if err := s.CreateRawTopic(ctx, "busy", 1, nil, false); err != nil {
 		t.Fatal(err)
 	}

@@ -28,11 +28,31 @@ func openCatalog(t testing.TB) (catalog.Catalog, string) {
 }
 
 func newService(t *testing.T, cat catalog.Catalog) (*Service, context.CancelFunc) {
+	return newServiceWith(t, cat, Config{CommitInterval: 20 * time.Millisecond})
+}
+
+// newServiceWith is a Service configured by cfg (logging nothing), stopped
+// when the test ends; cancel stops it sooner.
+func newServiceWith(t testing.TB, cat catalog.Catalog, cfg Config) (*Service, context.CancelFunc) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	s := New(ctx, cat, Config{CommitInterval: 20 * time.Millisecond, Log: zerolog.Nop()})
+	cfg.Log = zerolog.Nop()
+	s := New(ctx, cat, cfg)
 	t.Cleanup(func() { cancel(); s.Wait() })
 	return s, cancel
+}
+
+// assertRows checks that the rows a scan got (scanRows) are exactly want.
+func assertRows(t *testing.T, got, want map[[2]int64]string) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("scan holds %d rows, want %d", len(got), len(want))
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Fatalf("partition %d offset %d: scan %q, want %q", k[0], k[1], got[k], v)
+		}
+	}
 }
 
 func recs(prefix string, n int) []Record {
@@ -106,15 +126,7 @@ func TestProduceAssignsDenseOffsetsPerPartition(t *testing.T) {
 			next[b.Partition] += int64(len(b.Records))
 		}
 	}
-	got := scanRows(t, cat, "orders")
-	if len(got) != len(want) {
-		t.Fatalf("scan holds %d rows, want %d", len(got), len(want))
-	}
-	for k, v := range want {
-		if got[k] != v {
-			t.Fatalf("partition %d offset %d: scan %q, want %q", k[0], k[1], got[k], v)
-		}
-	}
+	assertRows(t, scanRows(t, cat, "orders"), want)
 }
 
 func TestIdempotentProducerDedupesAcrossRestart(t *testing.T) {

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/rs/zerolog"
 )
 
 // BenchmarkRawCommit is one group commit of a raw topic as make bench's
@@ -16,9 +14,8 @@ import (
 // the manifests and the catalog commit; no commit interval to wait).
 func BenchmarkRawCommit(b *testing.B) {
 	cat, _ := openCatalog(b)
-	ctx, cancel := context.WithCancel(context.Background())
-	s := New(ctx, cat, Config{CommitInterval: time.Microsecond, Log: zerolog.Nop()})
-	b.Cleanup(func() { cancel(); s.Wait() })
+	s, _ := newServiceWith(b, cat, Config{CommitInterval: time.Microsecond})
+	ctx := context.Background()
 	if err := s.CreateRawTopic(ctx, "bench", 4, nil, false); err != nil {
 		b.Fatal(err)
 	}

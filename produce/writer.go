@@ -205,7 +205,7 @@ func (w *writer) commitGroup(ctx context.Context, group []*ticket) {
 	if w.svc.cfg.OnCommit != nil {
 		w.svc.cfg.OnCommit(w.topic)
 	}
-	w.answer(ctx, answers{group: group, bases: l.bases, ends: l.ends})
+	w.answer(ctx, answers{group: group, ends: l.ends})
 	if a, ok := w.target.(afterCommitter); ok {
 		a.afterCommit(ctx)
 	}
