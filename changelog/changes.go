@@ -210,16 +210,32 @@ func (c *Changes) SizeBytes() int64 {
 		n += r.Bytes + int64(cap(r.Offsets)+cap(r.Timestamps))*8 + int64(cap(r.Keys)+cap(r.Values)+cap(r.Headers))*24
 	}
 	for _, b := range c.Batches {
-		n += batchOverheadBytes + b.NumCols()*columnOverheadBytes
-		for _, col := range b.Columns() {
-			for _, buf := range col.Data().Buffers() {
-				if buf != nil {
-					// Capacity, not length: builders grow buffers by
-					// doubling, and the heap holds all of it.
-					n += int64(buf.Cap())
-				}
-			}
+		n += BatchBytes(b)
+	}
+	return n
+}
+
+// BatchBytes estimates the memory an Arrow batch holds, for cache
+// accounting: its buffers (nested ones too) and their bookkeeping.
+func BatchBytes(b arrow.RecordBatch) int64 {
+	n := batchOverheadBytes + b.NumCols()*columnOverheadBytes
+	for _, col := range b.Columns() {
+		n += arrayDataBytes(col.Data())
+	}
+	return n
+}
+
+func arrayDataBytes(d arrow.ArrayData) int64 {
+	var n int64
+	for _, buf := range d.Buffers() {
+		if buf != nil {
+			// Capacity, not length: builders grow buffers by
+			// doubling, and the heap holds all of it.
+			n += int64(buf.Cap())
 		}
+	}
+	for _, child := range d.Children() {
+		n += arrayDataBytes(child)
 	}
 	return n
 }

@@ -166,19 +166,19 @@ func deriveEvents(ctx context.Context, tbl *table.Table, s *table.Snapshot, c *c
 	scan := tbl.Scan(table.WithSnapshotID(s.SnapshotID))
 	if delta.pureAppend() {
 		notePlan(tbl, s, delta, opts.PlanCache)
-		return deriveAppend(ctx, fs, scan, delta, c)
+		return deriveAppend(ctx, fs, scan, delta, c, opts.RowGroups.derivation(tbl.Metadata().TableUUID().String()))
 	}
 	return deriveDiff(ctx, tbl, scan, s, delta, c, opts)
 }
 
 // deriveAppend turns every row of the added data files (by file path, rows
 // in file order) into an insert.
-func deriveAppend(ctx context.Context, fs icebergio.IO, scan *table.Scan, delta *snapshotDelta, c *changelog.Changes) error {
+func deriveAppend(ctx context.Context, fs icebergio.IO, scan *table.Scan, delta *snapshotDelta, c *changelog.Changes, rowGroups rowGroups) error {
 	tasks := make([]table.FileScanTask, 0, len(delta.addedData))
 	for _, e := range delta.addedData {
 		tasks = append(tasks, dataTask(e))
 	}
-	batches, err := readTasks(ctx, fs, scan, tasks)
+	batches, err := readTasks(ctx, fs, scan, tasks, rowGroups)
 	if err != nil {
 		return err
 	}

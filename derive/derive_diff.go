@@ -51,7 +51,7 @@ func deriveDiff(ctx context.Context, tbl *table.Table, scan *table.Scan, s *tabl
 	}
 	slices.Sort(paths)
 
-	d := &differ{ctx: ctx, tbl: tbl, snapshotID: s.SnapshotID, fs: fs, scan: scan, schema: c.Schema, diff: newRowDiff(), positions: newPositionIndex(fs), log: opts.Log}
+	d := &differ{ctx: ctx, tbl: tbl, snapshotID: s.SnapshotID, fs: fs, scan: scan, schema: c.Schema, diff: newRowDiff(), positions: newPositionIndex(fs), rowGroups: opts.RowGroups.derivation(tbl.Metadata().TableUUID().String()), log: opts.Log}
 	defer func() {
 		if d.diff != nil {
 			d.diff.release()
@@ -158,12 +158,13 @@ type differ struct {
 	schema     *iceberg.Schema
 	diff       *rowDiff
 	positions  *positionIndex
+	rowGroups  rowGroups
 	log        zerolog.Logger
 }
 
 // whole reads every live row of the files as removed (before) or added.
 func (d *differ) whole(tasks []table.FileScanTask, before bool) error {
-	batches, err := readTasks(d.ctx, d.fs, d.scan, tasks)
+	batches, err := readTasks(d.ctx, d.fs, d.scan, tasks, d.rowGroups)
 	if err != nil {
 		return err
 	}
@@ -243,7 +244,7 @@ func (d *differ) newPositions(before, after table.FileScanTask) (bool, []arrow.R
 	if len(fresh) == 0 {
 		return true, nil, nil, nil
 	}
-	batches, rows, err := readRowsAt(d.ctx, d.fs, d.scan, after, fresh)
+	batches, rows, err := readRowsAt(d.ctx, d.fs, d.scan, after, fresh, d.rowGroups)
 	if err != nil {
 		return false, nil, nil, err
 	}
@@ -277,7 +278,7 @@ func (d *differ) newEqualityDeletes(before, after table.FileScanTask) (bool, err
 	built := time.Since(started)
 	t := before
 	t.Residual = filter
-	batches, err := readTasks(d.ctx, d.fs, d.scan, []table.FileScanTask{t})
+	batches, err := readTasks(d.ctx, d.fs, d.scan, []table.FileScanTask{t}, rowGroups{})
 	if err != nil {
 		return false, err
 	}

@@ -13,7 +13,10 @@
 // the new positions only, files that only gained equality deletes through a
 // filter of the new keys, so the cost follows the rows a snapshot touches.
 // A PlanCache keeps recent plans so that a snapshot's plan extends its
-// parent's. ReadSnapshot gives the live rows of a snapshot as reads, the
+// parent's; a RowGroupCache keeps the row groups that position deletes
+// fall on densely (and the newest files, read whole as inserts) decoded,
+// so that the next snapshots' before-images are taken from them rather
+// than decompressed and decoded again. ReadSnapshot gives the live rows of a snapshot as reads, the
 // compacted prefix of a topic whose history expired. A snapshot of an LSM
 // table is served from the changelog files its writer recorded (in the
 // schema changelog/ defines). A large append or prefix is read a range at

@@ -74,7 +74,7 @@ func eqFileFilter(ctx context.Context, tbl *table.Table, snapshotID int64, schem
 	if err != nil {
 		return nil, false, fmt.Errorf("file IO: %w", err)
 	}
-	batches, err := readTasks(ctx, fs, scan, []table.FileScanTask{{File: f, Start: 0, Length: f.FileSizeBytes()}})
+	batches, err := readTasks(ctx, fs, scan, []table.FileScanTask{{File: f, Start: 0, Length: f.FileSizeBytes()}}, rowGroups{})
 	if err != nil {
 		return nil, false, fmt.Errorf("equality delete file %s: %w", f.FilePath(), err)
 	}

@@ -24,6 +24,10 @@ type Options struct {
 	// so that deriving a snapshot after its parent reads only its own
 	// manifests (see PlanCache).
 	PlanCache *PlanCache
+	// RowGroups, when set, keeps row groups decoded for the before-images
+	// of position deletes, for the next snapshots that delete from them
+	// (see RowGroupCache).
+	RowGroups *RowGroupCache
 	// Retained are the changelog logs of an LSM table (nil: none): their
 	// snapshots are derived from their changelog files although they
 	// expired from the table metadata.

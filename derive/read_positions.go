@@ -111,10 +111,13 @@ func validOffsets(offsets []int64, n int, size int64) bool {
 
 // readRowsAt reads the rows at the given sorted positions of a data file
 // (no deletes applied): only those rows when the file is flat (see
-// readFlatRowsAt), else the row groups that hold them. It returns the
-// batches read (owned by the caller) and, per batch, the rows at the wanted
-// positions.
-func readRowsAt(ctx context.Context, fs icebergio.IO, scan *table.Scan, base table.FileScanTask, positions []int64) ([]arrow.RecordBatch, [][]int32, error) {
+// readFlatRowsAt), else the row groups that hold them. With a cache, a row
+// group of which many rows are wanted is decoded whole once and kept, and
+// the wanted rows taken from it (readDenseGroup). It returns the batches
+// read (owned by the caller) and, per batch, the rows at the wanted
+// positions, in position order whichever way each group was read: the
+// order of a snapshot's records must not depend on what a gateway cached.
+func readRowsAt(ctx context.Context, fs icebergio.IO, scan *table.Scan, base table.FileScanTask, positions []int64, cache rowGroups) ([]arrow.RecordBatch, [][]int32, error) {
 	if len(positions) == 0 {
 		return nil, nil, nil
 	}
@@ -123,13 +126,16 @@ func readRowsAt(ctx context.Context, fs icebergio.IO, scan *table.Scan, base tab
 		return nil, nil, err
 	}
 	defer d.Close()
-	switch b, err := readFlatRowsAt(ctx, scan, d, base.File, positions); {
+	switch batches, err := readFlatGroupsAt(ctx, scan, d, base, positions, cache); {
 	case err == nil:
-		rows := make([]int32, b.NumRows())
-		for i := range rows {
-			rows[i] = int32(i)
+		rows := make([][]int32, len(batches))
+		for i, b := range batches {
+			rows[i] = make([]int32, b.NumRows())
+			for j := range rows[i] {
+				rows[i][j] = int32(j)
+			}
 		}
-		return []arrow.RecordBatch{b}, [][]int32{rows}, nil
+		return batches, rows, nil
 	case !errors.Is(err, errNotFlat):
 		return nil, nil, err
 	}
@@ -138,6 +144,73 @@ func readRowsAt(ctx context.Context, fs icebergio.IO, scan *table.Scan, base tab
 		return nil, nil, err
 	}
 	return readRowGroupsAt(ctx, fs, scan, base, layout, positions)
+}
+
+// denseGroupRows decides how a row group of a flat file is read: when a
+// read wants at least one of its rows per denseGroupRows on average, the
+// wanted rows lie on every page of every column (a page holds thousands of
+// values), so a selective read decompresses and decodes the whole group
+// anyway; decoding it whole into the cache costs about the same once and
+// nothing the next time. Fewer wanted rows are read selectively, touching
+// only their pages.
+const denseGroupRows = 256
+
+// readFlatGroupsAt reads the rows at positions of a flat file, one batch
+// per run of sparse row groups (readFlatRowsAt) and one per dense group
+// (readDenseGroup), in position order; errNotFlat as readFlatRowsAt.
+func readFlatGroupsAt(ctx context.Context, scan *table.Scan, d *dataFileFooter, t table.FileScanTask, positions []int64, cache rowGroups) (out []arrow.RecordBatch, err error) {
+	df := t.File
+	if !cache.enabled() {
+		b, err := readFlatRowsAt(ctx, scan, d, df, positions)
+		if err != nil {
+			return nil, err
+		}
+		return []arrow.RecordBatch{b}, nil
+	}
+	defer func() {
+		if err != nil {
+			releaseAll(out)
+			out = nil
+		}
+	}()
+	sparseFrom := 0 // positions[sparseFrom:i] are sparse groups' rows not yet read
+	flushSparse := func(to int) error {
+		if to == sparseFrom {
+			return nil
+		}
+		b, err := readFlatRowsAt(ctx, scan, d, df, positions[sparseFrom:to])
+		if err != nil {
+			return err
+		}
+		out = append(out, b)
+		return nil
+	}
+	var first int64
+	i := 0
+	for g := range d.pf.NumRowGroups() {
+		n := d.pf.MetaData().RowGroup(g).NumRows()
+		j := i
+		for j < len(positions) && positions[j] < first+n {
+			j++
+		}
+		if k := int64(j - i); k > 0 && k*denseGroupRows >= n {
+			if err := flushSparse(i); err != nil {
+				return out, err
+			}
+			b, err := readDenseGroup(ctx, scan, d, df, g, first, dataSeq(t), positions[i:j], cache)
+			if err != nil {
+				return out, err
+			}
+			out = append(out, b)
+			sparseFrom = j
+		}
+		first += n
+		i = j
+	}
+	if i < len(positions) {
+		return out, fmt.Errorf("data file %s has no row at position %d", df.FilePath(), positions[i])
+	}
+	return out, flushSparse(len(positions))
 }
 
 // readRowGroupsAt is readRowsAt for files the selective reader declines:
@@ -169,7 +242,7 @@ func readRowGroupsAt(ctx context.Context, fs icebergio.IO, scan *table.Scan, bas
 		t.Length = end - t.Start
 		tasks[i] = t
 	}
-	batches, err := readTasks(ctx, fs, scan, tasks)
+	batches, err := readTasks(ctx, fs, scan, tasks, rowGroups{})
 	if err != nil {
 		return nil, nil, err
 	}

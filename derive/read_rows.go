@@ -19,8 +19,10 @@ import (
 // scanner (which projects every file onto the scan's schema, handling
 // schema evolution) once its files passed checkTaskFiles. The files are
 // read up to GOMAXPROCS at a time. derive's scans carry no row filter of
-// their own. The caller owns the returned batches.
-func readTasks(ctx context.Context, fs icebergio.IO, scan *table.Scan, tasks []table.FileScanTask) ([]arrow.RecordBatch, error) {
+// their own. With a cache, a plain task's file of one row group is read as
+// one batch and kept (see readPlainTask). The caller owns the returned
+// batches.
+func readTasks(ctx context.Context, fs icebergio.IO, scan *table.Scan, tasks []table.FileScanTask, cache rowGroups) ([]arrow.RecordBatch, error) {
 	// Units of work in task order: a plain task alone, a run of others
 	// together (the scanner reads those in parallel itself).
 	type unit struct {
@@ -41,7 +43,7 @@ func readTasks(ctx context.Context, fs icebergio.IO, scan *table.Scan, tasks []t
 		// A panic in a goroutine of this group would end the process.
 		defer recoverRead(&err, func() string { return "read " + describeTasks(u.tasks) })
 		if u.plain {
-			u.out, err = readPlainTask(ctx, fs, scan, u.tasks[0])
+			u.out, err = readPlainTask(ctx, fs, scan, u.tasks[0], cache)
 		} else {
 			u.out, err = scanTasks(ctx, fs, scan, u.tasks)
 		}
@@ -70,22 +72,41 @@ func readTasks(ctx context.Context, fs icebergio.IO, scan *table.Scan, tasks []t
 }
 
 // readPlainTask reads a plain task's file through fileRows, or through the
-// scanner when it is not flat.
-func readPlainTask(ctx context.Context, fs icebergio.IO, scan *table.Scan, t table.FileScanTask) ([]arrow.RecordBatch, error) {
-	fr, _, err := openFileRows(ctx, fs, scan, t.File, 0, fileRowsBatch)
+// scanner when it is not flat. With a cache, a file of a single row group
+// is read as one batch, which the cache keeps as that group: the newest
+// files are the ones a merge-on-read table's next snapshots delete from
+// (an order is updated soon after it is placed), and their before-images
+// are then taken from rows already decoded.
+func readPlainTask(ctx context.Context, fs icebergio.IO, scan *table.Scan, t table.FileScanTask, cache rowGroups) ([]arrow.RecordBatch, error) {
+	batchRows := fileRowsBatch
+	if cache.enabled() && t.File.Count() > int64(batchRows) && t.File.Count() <= maxWholeGroupRows {
+		batchRows = int(t.File.Count())
+	}
+	fr, _, err := openFileRows(ctx, fs, scan, t.File, 0, batchRows)
 	if errors.Is(err, errNotFlat) {
 		return scanTasks(ctx, fs, scan, []table.FileScanTask{t})
 	}
 	if err != nil {
 		return nil, err
 	}
+	oneGroup := fr.pf.NumRowGroups() == 1
 	out, err := readAllRows(fr, t.File, nil)
 	if err != nil {
 		releaseAll(out)
 		return nil, err
 	}
+	if cache.enabled() && oneGroup && len(out) == 1 {
+		if projected, err := scan.Projection(); err == nil {
+			cache.add(t.File.FilePath(), 0, dataSeq(t), projected, out[0])
+		}
+	}
 	return out, nil
 }
+
+// maxWholeGroupRows bounds the rows of a file read as one batch to be
+// cached: a larger row group could not stay in a cache of the default size
+// anyway.
+const maxWholeGroupRows = 4 << 20
 
 // fileRowsBatch is the rows per batch of a whole file read by fileRows, as
 // iceberg-go's default (read.parquet.batch-size).

@@ -31,7 +31,7 @@ func ReadSnapshot(ctx context.Context, tbl *table.Table, snap changelog.Snapshot
 	if err != nil {
 		return nil, fmt.Errorf("file IO: %w", err)
 	}
-	batches, err := readTasks(ctx, fs, tbl.Scan(table.WithSnapshotID(s.SnapshotID)), tasks)
+	batches, err := readTasks(ctx, fs, tbl.Scan(table.WithSnapshotID(s.SnapshotID)), tasks, rowGroups{})
 	if err != nil {
 		return nil, fmt.Errorf("read %s snapshot %d: %w", c.Table, c.SnapshotID, err)
 	}

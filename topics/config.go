@@ -230,6 +230,10 @@ func (c TopicConfig) LogRetention(props iceberg.Properties) LogRetention {
 	return r
 }
 
+// DefaultRowGroupCacheBytes is the memory for decoded row groups where
+// the operator does not say (Config.RowGroupCacheBytes).
+const DefaultRowGroupCacheBytes = 64 << 20
+
 // Config configures the registry.
 type Config struct {
 	// PollInterval is how often each table's metadata is checked for new
@@ -247,6 +251,10 @@ type Config struct {
 	// ChangesCacheIdle drops a derived snapshot from memory once no fetch
 	// read it for this long (0: never).
 	ChangesCacheIdle time.Duration
+	// RowGroupCacheBytes bounds the memory of row groups kept decoded
+	// for the before-images of position deletes, across all topics (0:
+	// DefaultRowGroupCacheBytes; negative: none).
+	RowGroupCacheBytes int64
 	// IndexDeriveMaxRecords is the largest append (by its summary's
 	// added-records) a watcher derives to index it; a larger one is
 	// counted from its manifests (0: DefaultIndexDeriveMaxRecords).

@@ -11,6 +11,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/rs/zerolog"
 
+	"github.com/lakegw/lakegw/derive"
 	"github.com/lakegw/lakegw/lake"
 	"github.com/lakegw/lakegw/state"
 )
@@ -38,6 +39,8 @@ type Registry struct {
 	relist chan struct{}
 
 	changes *changesCache
+	// rowGroups keeps decoded row groups for every topic's derivations.
+	rowGroups *derive.RowGroupCache
 
 	// pointerCat is the catalog whose metadata pointers the watchers
 	// poll (tests point it past a wrapper); pointers is open while Run
@@ -58,6 +61,9 @@ func New(cfg Config, cat catalog.Catalog, store *state.Store, log zerolog.Logger
 	if cfg.ChangesCacheBytes <= 0 {
 		cfg.ChangesCacheBytes = 128 << 20
 	}
+	if cfg.RowGroupCacheBytes == 0 {
+		cfg.RowGroupCacheBytes = DefaultRowGroupCacheBytes
+	}
 	if cfg.IndexDeriveMaxRecords <= 0 {
 		cfg.IndexDeriveMaxRecords = DefaultIndexDeriveMaxRecords
 	}
@@ -76,6 +82,7 @@ func New(cfg Config, cat catalog.Catalog, store *state.Store, log zerolog.Logger
 		firstList:  make(chan struct{}),
 		relist:     make(chan struct{}, 1),
 		changes:    newChangesCache(cfg.ChangesCacheBytes, cfg.ChangesCacheIdle),
+		rowGroups:  derive.NewRowGroupCache(cfg.RowGroupCacheBytes),
 		pointerCat: cat,
 	}
 }

@@ -48,6 +48,8 @@ type Topic struct {
 	indexErr error
 
 	changes *changesCache
+	// rowGroups is the registry's cache of decoded row groups.
+	rowGroups *derive.RowGroupCache
 	// lifetime ends when the topic stops being served; derivations run
 	// under it.
 	lifetime context.Context
@@ -382,6 +384,6 @@ const deriveTimeout = 10 * time.Minute
 
 // deriveOptions derives records written under enc.
 func (t *Topic) deriveOptions(enc *Encoding) derive.Options {
-	return derive.Options{Partitions: t.Config.Partitions, KeyColumns: t.Config.KeyColumns, Target: enc.schema, PlanCache: t.plans,
+	return derive.Options{Partitions: t.Config.Partitions, KeyColumns: t.Config.KeyColumns, Target: enc.schema, PlanCache: t.plans, RowGroups: t.rowGroups,
 		Retained: changelog.LSMLogs{t.retained.Load(), t.prevRetained.Load()}}
 }

@@ -11,8 +11,9 @@ import (
 // its memory caches (the batch tier and the changes cache): the bound the
 // benchmark checks with 100 consumers (issue 6, `RSS <= caches + 256 MiB`).
 // It holds the working set (the Go runtime, connections, response buffers,
-// the catalog and state store, the snapshot being derived, a maintenance
-// pass and its manifest cache) and the collector's room.
+// the catalog and state store, the snapshot being derived and the row
+// groups cached for the next ones' before-images, a maintenance pass and
+// its manifest cache) and the collector's room.
 const memoryOverCaches = 256 << 20
 
 // mappedOutsideLimit is resident memory the Go memory limit does not

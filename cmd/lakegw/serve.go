@@ -78,6 +78,7 @@ func cmdServe(ctx context.Context, args []string, demo bool) (err error) {
 	cacheBytes := fs.Int64("cache-bytes", 64<<20, "memory for the newest encoded record batches, shared by all consumers (older ones are read from --disk-cache-bytes through the page cache)")
 	diskCacheBytes := fs.Int64("disk-cache-bytes", 10<<30, "local disk for encoded record batches beyond --cache-bytes, served from the OS page cache (0: off)")
 	changesBytes := fs.Int64("changes-cache-bytes", 128<<20, "memory for derived snapshots being read (one larger snapshot may exceed it)")
+	rowGroupBytes := fs.Int64("row-group-cache-bytes", topics.DefaultRowGroupCacheBytes, "memory for row groups of data files kept decoded for the before-images of position deletes, which the next snapshots of a merge-on-read table mostly delete from again (0 or less: off)")
 	streamRecords := fs.Int64("stream-records", topics.DefaultIndexDeriveMaxRecords, "an append or compacted prefix of more records than this is counted from its manifests and read in chunks, never held whole (single-partition topics)")
 	streamChunk := fs.Int64("stream-chunk-records", topics.DefaultStreamChunkRecords, "records per chunk of a streamed append or prefix, rounded up to whole batches; 0 or less: every snapshot is derived whole")
 	cacheIdle := fs.Duration("cache-idle", time.Minute, "an encoded batch or derived snapshot no fetch read for this long leaves memory (--cache-bytes, --changes-cache-bytes; the disk tier still holds batches); 0: they stay until evicted by size")
@@ -148,8 +149,11 @@ func cmdServe(ctx context.Context, args []string, demo bool) (err error) {
 		}
 	}
 
-	// The maintainer's manifest cache (64 MiB at most) is part of the
-	// working set the limit leaves over the memory caches.
+	// The maintainer's manifest cache (64 MiB at most) and the row group
+	// cache (--row-group-cache-bytes) are part of the working set the
+	// limit leaves over the memory caches: row groups cached for the next
+	// snapshot's before-images are decoded rows a derivation would
+	// otherwise hold while it reads them.
 	caches := *cacheBytes + *changesBytes
 	setMemoryLimit(caches, log)
 
@@ -160,7 +164,7 @@ func cmdServe(ctx context.Context, args []string, demo bool) (err error) {
 	}
 	reg := topics.New(topics.Config{
 		PollInterval: *pollInterval, ListInterval: *listInterval, Defaults: defaults, CatalogProps: props,
-		ChangesCacheBytes: *changesBytes, ChangesCacheIdle: *cacheIdle,
+		ChangesCacheBytes: *changesBytes, ChangesCacheIdle: *cacheIdle, RowGroupCacheBytes: rowGroupCacheBytes(*rowGroupBytes),
 		IndexDeriveMaxRecords: *streamRecords, StreamChunkRecords: streamChunkRecords(*streamChunk),
 	}, cat, store, log.With().Str("component", "topics").Logger())
 	reader, err := fetch.NewReader(fetch.Config{CacheBytes: *cacheBytes, CacheIdle: *cacheIdle,
@@ -287,6 +291,15 @@ func readAheadBatches(n int) int {
 // streamChunkRecords maps --stream-chunk-records onto topics.Config, where
 // 0 means the default and a negative value none.
 func streamChunkRecords(n int64) int64 {
+	if n <= 0 {
+		return -1
+	}
+	return n
+}
+
+// rowGroupCacheBytes maps the flag onto topics.Config, where 0 means the
+// default: the flag's 0 means off.
+func rowGroupCacheBytes(n int64) int64 {
 	if n <= 0 {
 		return -1
 	}

@@ -1,0 +1,145 @@
+package derive
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+)
+
+// readDenseGroup returns the rows at positions (sorted, all in row group g,
+// which starts at row first) of a flat file: taken from the cached rows of
+// the group, decoded whole and cached first on a miss. The batch holds
+// only the wanted rows, so a derived snapshot keeps (and the changes cache
+// counts) those, not the group.
+func readDenseGroup(ctx context.Context, scan *table.Scan, d *dataFileFooter, df iceberg.DataFile, g int, first, seq int64, positions []int64, cache rowGroups) (arrow.RecordBatch, error) {
+	projected, err := scan.Projection()
+	if err != nil {
+		return nil, err
+	}
+	whole, ok := cache.get(df.FilePath(), g, projected)
+	if !ok {
+		if whole, err = readWholeGroup(ctx, projected, d, df, g); err != nil {
+			return nil, err
+		}
+		cache.add(df.FilePath(), g, seq, projected, whole)
+	}
+	defer whole.Release()
+	idx := array.NewInt32Builder(compute.GetAllocator(ctx))
+	defer idx.Release()
+	idx.Reserve(len(positions))
+	for _, p := range positions {
+		r := p - first
+		if r < 0 || r >= whole.NumRows() {
+			return nil, fmt.Errorf("data file %s: position %d is not in row group %d", df.FilePath(), p, g)
+		}
+		idx.UnsafeAppend(int32(r))
+	}
+	indices := idx.NewArray()
+	defer indices.Release()
+	taken, err := compute.Take(ctx, *compute.DefaultTakeOptions(), compute.NewDatumWithoutOwning(whole), compute.NewDatumWithoutOwning(indices))
+	if err != nil {
+		return nil, fmt.Errorf("data file %s, row group %d: take %d rows: %w", df.FilePath(), g, len(positions), err)
+	}
+	rd, ok := taken.(*compute.RecordDatum)
+	if !ok {
+		taken.Release()
+		return nil, fmt.Errorf("data file %s, row group %d: take gave a %s", df.FilePath(), g, taken.Kind())
+	}
+	return rd.Value, nil
+}
+
+// readWholeGroup decodes every row of row group g of a flat file with
+// pqarrow, projected onto the scan's schema as fileRows does, under the
+// decode cap.
+func readWholeGroup(ctx context.Context, projected *iceberg.Schema, d *dataFileFooter, df iceberg.DataFile, g int) (arrow.RecordBatch, error) {
+	pf := d.pf
+	n := pf.MetaData().RowGroup(g).NumRows()
+	mem := cappedAllocator{inner: memory.DefaultAllocator, max: decodeCap(df.FileSizeBytes())}
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: max(n, 1)}, mem)
+	if err != nil {
+		return nil, fmt.Errorf("data file %s: schema: %w", df.FilePath(), err)
+	}
+	columns, err := flatColumns(projected, pf, fr.Manifest)
+	if err != nil {
+		return nil, err
+	}
+	cols := make([]int, len(columns))
+	for i, c := range columns {
+		cols[i] = c.ColIndex
+	}
+	rr, err := fr.GetRecordReader(ctx, cols, []int{g})
+	if err != nil {
+		return nil, fmt.Errorf("data file %s: row group %d: %w", df.FilePath(), g, err)
+	}
+	defer rr.Release()
+	fileSchema, err := table.ArrowSchemaToIcebergWithOptions(rr.Schema(), table.ArrowToIcebergOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("data file %s: schema: %w", df.FilePath(), err)
+	}
+	var (
+		parts []arrow.RecordBatch
+		rows  int64
+	)
+	defer func() { releaseAll(parts) }()
+	for rr.Next() {
+		b, err := table.ToRequestedSchema(ctx, projected, fileSchema, rr.RecordBatch(), table.SchemaOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("data file %s, row group %d: %w", df.FilePath(), g, err)
+		}
+		parts = append(parts, b)
+		rows += b.NumRows()
+	}
+	if err := rr.Err(); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("data file %s, row group %d: %w", df.FilePath(), g, err)
+	}
+	if rows != n {
+		return nil, fmt.Errorf("data file %s, row group %d: read %d rows, its footer says %d", df.FilePath(), g, rows, n)
+	}
+	if len(parts) == 1 {
+		b := parts[0]
+		parts = nil
+		return b, nil
+	}
+	return concatBatches(parts, compute.GetAllocator(ctx))
+}
+
+// concatBatches joins batches of one schema into one.
+func concatBatches(parts []arrow.RecordBatch, mem memory.Allocator) (arrow.RecordBatch, error) {
+	if len(parts) == 0 {
+		return nil, errors.New("no batches to join")
+	}
+	sc := parts[0].Schema()
+	cols := make([]arrow.Array, sc.NumFields())
+	defer func() {
+		for _, c := range cols {
+			if c != nil {
+				c.Release()
+			}
+		}
+	}()
+	var rows int64
+	for _, p := range parts {
+		rows += p.NumRows()
+	}
+	for i := range cols {
+		chunks := make([]arrow.Array, len(parts))
+		for j, p := range parts {
+			chunks[j] = p.Column(i)
+		}
+		c, err := array.Concatenate(chunks, mem)
+		if err != nil {
+			return nil, fmt.Errorf("join column %s: %w", sc.Field(i).Name, err)
+		}
+		cols[i] = c
+	}
+	return array.NewRecordBatch(sc, cols, rows), nil
+}
