@@ -25,12 +25,16 @@ func readDenseGroup(ctx context.Context, scan *table.Scan, d *dataFileFooter, df
 	if err != nil {
 		return nil, err
 	}
-	whole, ok := cache.get(df.FilePath(), g, projected)
+	whole, ok := cache.getOrWait(ctx, df.FilePath(), g, projected)
 	if !ok {
-		if whole, err = readWholeGroup(ctx, projected, d, df, g); err != nil {
+		done := cache.claim(df.FilePath(), g)
+		whole, err = readWholeGroup(ctx, projected, d, df, g)
+		if err != nil {
+			done()
 			return nil, err
 		}
 		cache.add(df.FilePath(), g, seq, projected, whole)
+		done()
 	}
 	defer whole.Release()
 	idx := array.NewInt32Builder(compute.GetAllocator(ctx))

@@ -79,8 +79,12 @@ func readTasks(ctx context.Context, fs icebergio.IO, scan *table.Scan, tasks []t
 // are then taken from rows already decoded.
 func readPlainTask(ctx context.Context, fs icebergio.IO, scan *table.Scan, t table.FileScanTask, cache rowGroups) ([]arrow.RecordBatch, error) {
 	batchRows := fileRowsBatch
-	if cache.enabled() && t.File.Count() > int64(batchRows) && t.File.Count() <= maxWholeGroupRows {
-		batchRows = int(t.File.Count())
+	if cache.enabled() && t.File.Count() <= maxWholeGroupRows {
+		batchRows = max(batchRows, int(t.File.Count()))
+		// The next snapshot's before-images wait for these rows rather
+		// than decode the file again.
+		done := cache.claim(t.File.FilePath(), 0)
+		defer done()
 	}
 	fr, _, err := openFileRows(ctx, fs, scan, t.File, 0, batchRows)
 	if errors.Is(err, errNotFlat) {

@@ -1,6 +1,7 @@
 package derive
 
 import (
+	"context"
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -34,8 +35,15 @@ import (
 // before any of that, least recently used first, so the tables being read
 // now share the cache and an idle one's groups leave.
 type RowGroupCache struct {
-	mu       sync.Mutex
-	groups   map[rowGroupKey]*cachedGroup
+	mu     sync.Mutex
+	groups map[rowGroupKey]*cachedGroup
+	// decoding holds the groups a derivation is decoding to cache, closed
+	// when done: a cold range is derived a few snapshots at once (the
+	// read-ahead), and the next snapshot's before-images are in the file
+	// the previous one is still reading as inserts. Waiting costs less
+	// than decoding the file twice on a machine the cold read keeps busy.
+	// Bounded by the decodes running.
+	decoding map[rowGroupKey]chan struct{}
 	bytes    int64
 	maxBytes int64
 	gen      uint64
@@ -77,7 +85,7 @@ func NewRowGroupCache(maxBytes int64) *RowGroupCache {
 	if maxBytes <= 0 {
 		return nil
 	}
-	return &RowGroupCache{maxBytes: maxBytes, groups: map[rowGroupKey]*cachedGroup{}}
+	return &RowGroupCache{maxBytes: maxBytes, groups: map[rowGroupKey]*cachedGroup{}, decoding: map[rowGroupKey]chan struct{}{}}
 }
 
 // rowGroups is the cache as one derivation of a table uses it.
@@ -122,6 +130,49 @@ func (v rowGroups) get(path string, group int, schema *iceberg.Schema) (arrow.Re
 	// between the look-up and the caller's reference.
 	g.batch.Retain()
 	return g.batch, true
+}
+
+// getOrWait is get, waiting first for a decode of the group another
+// derivation claimed (see claim) to finish.
+func (v rowGroups) getOrWait(ctx context.Context, path string, group int, schema *iceberg.Schema) (arrow.RecordBatch, bool) {
+	if v.c == nil {
+		return nil, false
+	}
+	v.c.mu.Lock()
+	done, ok := v.c.decoding[rowGroupKey{path, group}]
+	v.c.mu.Unlock()
+	if ok {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return nil, false
+		}
+	}
+	return v.get(path, group, schema)
+}
+
+// claim marks a group as being decoded to be cached, until the returned
+// function is called (after add, or on failure); nothing happens when
+// another decode of it is under way or nothing is cached.
+func (v rowGroups) claim(path string, group int) (done func()) {
+	c := v.c
+	if c == nil {
+		return func() {}
+	}
+	k := rowGroupKey{path, group}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.decoding[k]; ok {
+		return func() {}
+	}
+	ch := make(chan struct{})
+	c.decoding[k] = ch
+	return func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		delete(c.decoding, k)
+		close(ch)
+	}
 }
 
 // add caches the rows of a row group of a file with data sequence number

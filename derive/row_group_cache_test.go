@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -229,5 +230,53 @@ func TestRowGroupCacheEviction(t *testing.T) {
 	}
 	if _, _, bytes := c.Stats(); bytes != 3*size {
 		t.Errorf("cache holds %d bytes, want %d", bytes, 3*size)
+	}
+}
+
+// TestRowGroupCacheWaitsForADecode checks that a derivation missing a group
+// another one is decoding waits for it and is served the cached rows, and
+// that a cancelled wait returns.
+func TestRowGroupCacheWaitsForADecode(t *testing.T) {
+	sc := iceberg.NewSchema(0, iceberg.NestedField{ID: 1, Name: "v", Type: iceberg.PrimitiveTypes.Int64, Required: true})
+	c := NewRowGroupCache(1 << 20)
+	first, second := c.derivation("A"), c.derivation("A")
+	done := first.claim("f", 0)
+	if again := second.claim("f", 0); again == nil {
+		t.Fatal("nil release")
+	} else {
+		again() // a no-op: the first claim stands
+	}
+	got := make(chan bool, 1)
+	go func() {
+		b, ok := second.getOrWait(context.Background(), "f", 0, sc)
+		if ok {
+			b.Release()
+		}
+		got <- ok
+	}()
+	select {
+	case <-got:
+		t.Fatal("a derivation missing a group being decoded did not wait for it")
+	case <-time.After(50 * time.Millisecond):
+	}
+	b := array.NewInt64Builder(memory.DefaultAllocator)
+	b.Append(7)
+	col := b.NewArray()
+	b.Release()
+	rec := array.NewRecordBatch(arrow.NewSchema([]arrow.Field{{Name: "v", Type: arrow.PrimitiveTypes.Int64}}, nil), []arrow.Array{col}, 1)
+	col.Release()
+	first.add("f", 0, 1, sc, rec)
+	rec.Release()
+	done()
+	if !<-got {
+		t.Error("the waiting derivation was not served the decoded group")
+	}
+
+	stop := first.claim("g", 0)
+	defer stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, ok := second.getOrWait(ctx, "g", 0, sc); ok {
+		t.Error("a cancelled wait was served")
 	}
 }
