@@ -234,3 +234,55 @@ func BenchmarkDeriveAppendFiles(b *testing.B) {
 		c.Release()
 	}
 }
+
+// BenchmarkDeriveMergeOnReadHistory derives, in order, a merge-on-read
+// history whose every snapshot adds a file and deletes one row in eight
+// from each of the two newest files before it (as an order table's updates
+// fall on recent orders), with and without a RowGroupCache: the cost of
+// before-images read again from files the previous snapshots decoded.
+func BenchmarkDeriveMergeOnReadHistory(b *testing.B) {
+	const (
+		fileRows  = 20_000
+		snapshots = 8
+	)
+	cat := newTestCatalog(b)
+	tbl := createTable(b, cat, "mor_history", testSchema(), catalog.WithProperties(iceberg.Properties{"format-version": "2"}))
+	var files []string
+	for k := range snapshots {
+		dels := map[string][]int64{}
+		for _, f := range files[max(len(files)-2, 0):] {
+			for p := int64(k % 8); p < fileRows; p += 8 {
+				dels[f] = append(dels[f], p)
+			}
+		}
+		var added string
+		tbl, added = rowDeltaCommit(b, tbl, jsonRows(k*fileRows, (k+1)*fileRows), dels)
+		files = append(files, added)
+	}
+	hist, err := changelog.MainHistory(tbl.Metadata())
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, cached := range []bool{false, true} {
+		name := "uncached"
+		if cached {
+			name = "cached"
+		}
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				var opts Options
+				if cached {
+					opts.RowGroups = NewRowGroupCache(64 << 20)
+				}
+				for _, snap := range hist {
+					c, err := Derive(context.Background(), tbl, snap, opts)
+					if err != nil {
+						b.Fatal(err)
+					}
+					c.Release()
+				}
+			}
+		})
+	}
+}

@@ -23,7 +23,7 @@ import (
 // rowDeltaCommit commits, in one snapshot, a new data file of the rows and
 // file-scoped position deletes (lake/files, as lakegw's writers and Iceberg
 // Java write them) of the given positions of data files.
-func rowDeltaCommit(t *testing.T, tbl *table.Table, rows string, deletes map[string][]int64) (*table.Table, string) {
+func rowDeltaCommit(t testing.TB, tbl *table.Table, rows string, deletes map[string][]int64) (*table.Table, string) {
 	t.Helper()
 	ctx := context.Background()
 	tx := tbl.NewTransaction()
