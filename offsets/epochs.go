@@ -39,6 +39,8 @@ import (
 // to 2^31/4 (about 537 million) sequence numbers before epochs stop
 // rising per snapshot; past that they stay equal, and an expiry makes
 // every consumer read the prefix again, as before epochs were per snapshot.
+// (A raw topic, whose log start is never rewritten, keeps one epoch for
+// all its snapshots instead: see OpenGrowing.)
 const epochStride = 4
 
 // clampEpoch is e as a leader epoch, or the largest one.

@@ -13,7 +13,25 @@ import (
 // already indexed (every partition has one segment per snapshot) under
 // that segment's epoch: no consumer of an existing partition is truncated.
 // Any other mismatch starts afresh as Open does.
+//
+// Its snapshots keep the leader epoch rather than take one per sequence
+// number (see epochStride): a raw topic never rewrites the start of its
+// log (every produced record stays at its offset), so per-snapshot epochs
+// served nothing there, and at the 20 commits a second of a busy producer
+// they reached the largest epoch in about ten months, after which the next
+// rewrite failed with "leader epochs exhausted".
 func OpenGrowing(ctx context.Context, store Store, topic, tableUUID string, partitions int32) (*Index, error) {
+	t, err := openGrowing(ctx, store, topic, tableUUID, partitions)
+	if err != nil {
+		return nil, err
+	}
+	t.mu.Lock()
+	t.steadyEpochs = true
+	t.mu.Unlock()
+	return t, nil
+}
+
+func openGrowing(ctx context.Context, store Store, topic, tableUUID string, partitions int32) (*Index, error) {
 	st, _, found, err := store.LoadTopic(ctx, topic)
 	if err != nil {
 		return nil, err

@@ -37,6 +37,9 @@ type Index struct {
 	// position whose records changed, and is fenced so that it validates.
 	leaderEpoch int32
 	fenceEpoch  int32
+	// steadyEpochs keeps new snapshots under the leader epoch (a raw
+	// topic's index, OpenGrowing) instead of one per sequence number.
+	steadyEpochs bool
 }
 
 // setState replaces the persisted state, with mu held for writing and
@@ -181,7 +184,9 @@ func (t *Index) Append(ctx context.Context, snaps []Snapshot) error {
 		if int32(len(s.Counts)) != n {
 			return fmt.Errorf("topic %s: snapshot %d has counts for %d partitions, want %d", t.st.Topic, s.SnapshotID, len(s.Counts), n)
 		}
-		epoch = segmentEpoch(s.Kind, s.SequenceNumber, epoch)
+		if !t.steadyEpochs || s.Kind == KindCompactedPrefix {
+			epoch = segmentEpoch(s.Kind, s.SequenceNumber, epoch)
+		}
 		for p := int32(0); p < n; p++ {
 			g := Segment{Kind: s.Kind, Partition: p, SnapshotID: s.SnapshotID, SequenceNumber: s.SequenceNumber,
 				TimestampMs: s.TimestampMs, BaseOffset: ends[p], Count: s.Counts[p], Epoch: epoch}
