@@ -32,6 +32,12 @@ type deferredFile struct {
 	since time.Time
 }
 
+// DefaultRemovalGrace is the grace a gateway gives the files of expired
+// snapshots (its raw topics' writers and its maintenance passes): far
+// longer than planning a scan takes, short enough that what a compaction
+// replaced is gone within minutes.
+const DefaultRemovalGrace = 10 * time.Minute
+
 // defaultMaxDeferred bounds DeferredRemovals when Max is not set: a day
 // of manifest lists at a commit a second, or a few compaction passes'
 // small files.

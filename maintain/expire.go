@@ -123,6 +123,11 @@ func (p *pass) expire(ctx context.Context, rep *ExpiryReport) error {
 		}
 	}
 	if err != nil || committed == nil {
+		if err == nil && base != nil && !p.opts.DryRun {
+			// Nothing expired: the files held by earlier passes whose
+			// grace ran out still go.
+			rep.FilesRemoved, err = p.removeExpiredFiles(ctx, base, nil)
+		}
 		return err
 	}
 	p.log.Info().Int("expired", len(expired)).Int("retained", len(committed.Metadata().Snapshots())).Int("logged", rep.Logged).
@@ -139,12 +144,25 @@ func (p *pass) expire(ctx context.Context, rep *ExpiryReport) error {
 	if pinned.changed() && pinned.oldPath != "" {
 		files = append(files, pinned.oldPath)
 	}
-	n, err := lake.RemoveFiles(ctx, committed, files)
-	rep.FilesRemoved = n
-	if err != nil {
-		return fmt.Errorf("remove files of expired snapshots of %s: %w", p.name, err)
+	rep.FilesRemoved, err = p.removeExpiredFiles(ctx, committed, files)
+	return err
+}
+
+// removeExpiredFiles removes the files expired snapshots alone referenced,
+// after the grace of p.opts.Removals when set (then the held files whose
+// grace ran out go now), returning how many it removed.
+func (p *pass) removeExpiredFiles(ctx context.Context, tbl *table.Table, files []string) (int, error) {
+	if p.opts.Removals != nil {
+		files = p.opts.Removals.hold(files, time.Now())
 	}
-	return nil
+	if len(files) == 0 {
+		return 0, nil
+	}
+	n, err := lake.RemoveFiles(ctx, tbl, files)
+	if err != nil {
+		return n, fmt.Errorf("remove files of expired snapshots of %s: %w", p.name, err)
+	}
+	return n, nil
 }
 
 // beforeExpire runs the Retention hook's BeforeExpire on the table as it

@@ -110,6 +110,14 @@ type Options struct {
 	// passes (nil: this pass reads every one it needs). A background loop
 	// passes the same cache to every pass.
 	Manifests *ManifestCache
+	// Removals, when set, holds the files the expiry finds unreferenced
+	// for its grace before they are removed (nil: at once), as a raw
+	// topic's writer does with those of its commits: a raw topic keeps
+	// snapshots 30 seconds, and an engine's scan planned on one just
+	// expired must still find its files. A background loop passes the
+	// same one to every pass of a table; the files due are removed by the
+	// next pass.
+	Removals *DeferredRemovals
 	// HoldWriters, when set, runs fn while this gateway's own writer of the
 	// table holds its commits (produce.Service.HoldCommits): a raw topic's
 	// writer commits up to twenty times a second, and a compaction's swap, staged on

@@ -68,9 +68,8 @@ const (
 	DefaultCommitInterval  = 50 * time.Millisecond
 	DefaultMaxCommitBytes  = 32 << 20
 	DefaultMaxPendingBytes = 256 << 20
-	// DefaultExpiredFilesGrace: far longer than planning a scan takes,
-	// short enough that what a compaction replaced is gone within minutes.
-	DefaultExpiredFilesGrace = 10 * time.Minute
+	// DefaultExpiredFilesGrace is the maintenance pass's grace too.
+	DefaultExpiredFilesGrace = maintain.DefaultRemovalGrace
 )
 
 // Service takes produced records for the tables of one catalog. Its

@@ -75,6 +75,10 @@ func runMaintainer(ctx context.Context, cat catalog.Catalog, reg *topics.Registr
 	lastOrphans := map[string]time.Time{}
 	// One cache for every table: manifest paths are unique across tables.
 	manifests := maintain.NewManifestCache(maintain.DefaultManifestCacheBytes)
+	// The files of expired snapshots of each table, held for their grace
+	// (maintain.Options.Removals). One entry per served table lakegw
+	// maintains; a table's files are removed through its own file IO.
+	removals := map[string]*maintain.DeferredRemovals{}
 	for {
 		select {
 		case <-ctx.Done():
@@ -96,8 +100,13 @@ func runMaintainer(ctx context.Context, cat catalog.Catalog, reg *topics.Registr
 				// are read by offset from live files): nothing to pin.
 				pin = nil
 			}
+			held, ok := removals[key]
+			if !ok {
+				held = &maintain.DeferredRemovals{Grace: maintain.DefaultRemovalGrace}
+				removals[key] = held
+			}
 			opts := maintain.Options{Log: log, Topic: t.Name, Pin: pin, Retention: retentionFor(cat, tbl, log),
-				SkipOrphans: time.Since(lastOrphans[key]) < orphanEvery, Manifests: manifests,
+				SkipOrphans: time.Since(lastOrphans[key]) < orphanEvery, Manifests: manifests, Removals: held,
 				HoldWriters: func(_ context.Context, fn func() error) error { return writes.HoldCommits(t.Name, fn) }}
 			rep, err := maintain.Run(ctx, cat, t.Ident, opts)
 			if err != nil {
