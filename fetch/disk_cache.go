@@ -223,11 +223,15 @@ func (d *diskCache) ref(k batchKey, room int) (loc diskLoc, n int, ok bool) {
 }
 
 // add writes v to the current segment and reports whether the cache holds
-// k afterwards.
+// k afterwards. The write itself runs outside d.mu: its place in the
+// segment is reserved first, the segment referenced so that an eviction
+// meanwhile leaves its file open, and the batch indexed once written. A
+// write of a batch of half a megabyte under the lock held up every
+// fetch's look-up while the read-ahead workers filled the cache.
 func (d *diskCache) add(k batchKey, v []byte) bool {
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	if d.disabled || int64(len(v)) > d.segBytes {
+		d.mu.Unlock()
 		return false
 	}
 	name := diskName{k.topic, k.encoding, k.compression}
@@ -239,6 +243,7 @@ func (d *diskCache) add(k batchKey, v []byte) bool {
 	}
 	key := diskKeyNamed(id, k)
 	if _, ok := d.index[key]; ok {
+		d.mu.Unlock()
 		return true
 	}
 	cur := d.current()
@@ -247,19 +252,35 @@ func (d *diskCache) add(k batchKey, v []byte) bool {
 		if cur, err = d.rotate(); err != nil {
 			d.log.Error().Err(err).Msg("batch disk cache cannot create a segment; disabling it")
 			d.disableLocked()
+			d.mu.Unlock()
 			return false
 		}
 	}
-	if _, err := cur.f.WriteAt(v, cur.size); err != nil {
+	slot := diskSlot{seg: cur.id, off: cur.size, n: int64(len(v))}
+	cur.size += slot.n
+	d.bytes += slot.n
+	cur.refs.Add(1)
+	d.held.Add(1)
+	d.mu.Unlock()
+
+	_, err := cur.f.WriteAt(v, slot.off)
+
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	defer cur.unref()
+	if err != nil {
 		// A full disk must not fail fetches: serve from memory only.
 		d.log.Error().Err(err).Str("file", cur.f.Name()).Msg("batch disk cache write failed; disabling it")
 		d.disableLocked()
 		return false
 	}
-	d.index[key] = diskSlot{seg: cur.id, off: cur.size, n: int64(len(v))}
-	cur.keys = append(cur.keys, key)
-	cur.size += int64(len(v))
-	d.bytes += int64(len(v))
+	if d.disabled || d.segment(cur.id) != cur {
+		return false // evicted or disabled while written
+	}
+	if _, ok := d.index[key]; !ok {
+		d.index[key] = slot
+		cur.keys = append(cur.keys, key)
+	}
 	for (d.bytes > d.maxBytes || len(d.index) > d.maxEntries) && len(d.segs) > 1 {
 		d.dropOldest()
 	}
