@@ -4,14 +4,17 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/lakegw/lakegw/changelog"
@@ -117,8 +120,17 @@ func firstDataFile(t testing.TB, tbl *table.Table, snapshotID int64) string {
 // after it, or the derivation's error.
 func derivedRows(t *testing.T, tbl *table.Table, ref changelog.SnapshotRef, state rowMultiset) (rowMultiset, error) {
 	t.Helper()
+	return derivedRowsWith(t, tbl, ref, state, Options{})
+}
+
+// derivedRowsWith is derivedRows with options, under a deadline: a
+// derivation that hangs fails.
+func derivedRowsWith(t *testing.T, tbl *table.Table, ref changelog.SnapshotRef, state rowMultiset, opts Options) (rowMultiset, error) {
+	t.Helper()
 	filesChecked.forget() // the test changed a file in place
-	c, err := Derive(context.Background(), tbl, ref, Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := Derive(ctx, tbl, ref, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -160,11 +172,67 @@ func TestDeriveDamagedDataFileNeverPanics(t *testing.T) {
 	})
 }
 
+// TestDeriveDamagedFileWithRowGroupCache flips the bytes of a file that
+// position deletes fall on densely, so that its row groups are decoded
+// whole for the row group cache: every flip gives the right rows or an
+// error naming the file, never a panic, and a decode that failed leaves no
+// claim behind (a second derivation with the same cache would wait for it
+// until its deadline).
+func TestDeriveDamagedFileWithRowGroupCache(t *testing.T) {
+	cat := newTestCatalog(t)
+	tbl := createTable(t, cat, "flips_cached", hostileSchema(), catalog.WithProperties(iceberg.Properties{"format-version": "2"}))
+	tbl = appendJSON(t, tbl, hostileRows(0, 400), 0)
+	hist, err := changelog.MainHistory(tbl.Metadata())
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := firstDataFile(t, tbl, hist[0].SnapshotID)
+	var positions []int64
+	for p := int64(0); p < 400; p += 3 {
+		positions = append(positions, p)
+	}
+	tbl, _ = rowDeltaCommit(t, tbl, "", map[string][]int64{"file://" + path: positions})
+	if hist, err = changelog.MainHistory(tbl.Metadata()); err != nil {
+		t.Fatal(err)
+	}
+	before, err := derivedRows(t, tbl, hist[0], rowMultiset{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := derivedRowsWith(t, tbl, hist[1], before, Options{RowGroups: NewRowGroupCache(64 << 20)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	compareMultisets(t, "undamaged", scanRows(t, tbl, hist[1].SnapshotID), want)
+	// Every third offset: each flip derives with the cache, and again
+	// after an error (under -race the whole test took a minute at all).
+	flipEveryWayEvery(t, path, 3, func(what string) error {
+		// A cache per flip: the file changes in place, which a lake's
+		// files never do.
+		cache := NewRowGroupCache(64 << 20)
+		got, err := derivedRowsWith(t, tbl, hist[1], before, Options{RowGroups: cache})
+		if err == nil {
+			compareMultisets(t, what, want, got)
+			return nil
+		}
+		if _, again := derivedRowsWith(t, tbl, hist[1], before, Options{RowGroups: cache}); again != nil && errors.Is(again, context.DeadlineExceeded) {
+			t.Fatalf("%s: a derivation waited for a decode that had ended: %v", what, again)
+		}
+		return err
+	})
+}
+
 // flipEveryWay damages the file at path every way (damages) at every
 // damage offset, one at a time, and reads it after each with read, which
 // checks what it read against the undamaged file's and returns its error.
 // Every error must name the file, and some damage must be detected.
 func flipEveryWay(t *testing.T, path string, read func(what string) error) {
+	t.Helper()
+	flipEveryWayEvery(t, path, 1, read)
+}
+
+// flipEveryWayEvery is flipEveryWay at every stride-th damage offset.
+func flipEveryWayEvery(t *testing.T, path string, stride int, read func(what string) error) {
 	t.Helper()
 	orig, err := os.ReadFile(path)
 	if err != nil {
@@ -176,7 +244,10 @@ func flipEveryWay(t *testing.T, path string, read func(what string) error) {
 		}
 	}()
 	var errs, right int
-	for _, off := range damageOffsets(orig) {
+	for i, off := range damageOffsets(orig) {
+		if i%stride != 0 {
+			continue
+		}
 		for _, dmg := range damages {
 			if err := os.WriteFile(path, damaged(orig, off, dmg.do), 0o600); err != nil {
 				t.Fatal(err)

@@ -27,14 +27,12 @@ func readDenseGroup(ctx context.Context, scan *table.Scan, d *dataFileFooter, df
 	}
 	whole, ok := cache.getOrWait(ctx, df.FilePath(), g, projected)
 	if !ok {
-		done := cache.claim(df.FilePath(), g)
-		whole, err = readWholeGroup(ctx, projected, d, df, g)
-		if err != nil {
-			done()
+		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		cache.add(df.FilePath(), g, seq, projected, whole)
-		done()
+		if whole, err = decodeAndCache(ctx, projected, d, df, g, seq, cache); err != nil {
+			return nil, err
+		}
 	}
 	defer whole.Release()
 	idx := array.NewInt32Builder(compute.GetAllocator(ctx))
@@ -61,10 +59,30 @@ func readDenseGroup(ctx context.Context, scan *table.Scan, d *dataFileFooter, df
 	return rd.Value, nil
 }
 
+// decodeAndCache decodes row group g whole and caches it, under a claim
+// that is released on every way out (a waiting derivation must never wait
+// for a decode that ended).
+func decodeAndCache(ctx context.Context, projected *iceberg.Schema, d *dataFileFooter, df iceberg.DataFile, g int, seq int64, cache rowGroups) (arrow.RecordBatch, error) {
+	done := cache.claim(df.FilePath(), g)
+	defer done()
+	whole, err := readWholeGroup(ctx, projected, d, df, g)
+	if err != nil {
+		return nil, err
+	}
+	cache.add(df.FilePath(), g, seq, projected, whole)
+	return whole, nil
+}
+
 // readWholeGroup decodes every row of row group g of a flat file with
 // pqarrow, projected onto the scan's schema as fileRows does, under the
-// decode cap.
-func readWholeGroup(ctx context.Context, projected *iceberg.Schema, d *dataFileFooter, df iceberg.DataFile, g int) (arrow.RecordBatch, error) {
+// decode cap; a decoder's panic (a damaged page, an allocation over the
+// cap) is an error naming the file.
+func readWholeGroup(ctx context.Context, projected *iceberg.Schema, d *dataFileFooter, df iceberg.DataFile, g int) (_ arrow.RecordBatch, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("data file %s, row group %d is damaged: decoding it panicked: %v", df.FilePath(), g, p)
+		}
+	}()
 	pf := d.pf
 	n := pf.MetaData().RowGroup(g).NumRows()
 	mem := cappedAllocator{inner: memory.DefaultAllocator, max: decodeCap(df.FileSizeBytes())}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/iceberg-go"
@@ -69,6 +70,13 @@ func openDataFile(fs icebergio.IO, df iceberg.DataFile) (*dataFileFooter, error)
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("read footer of data file %s: %w", df.FilePath(), err)
+	}
+	// pqarrow decodes the embedded Arrow schema with an allocator of its
+	// own, where a damaged message length is an allocation the process
+	// cannot survive: it is checked under the cap first, as fileRows does.
+	if err := checkArrowSchema(pf, cappedAllocator{inner: memory.DefaultAllocator, max: decodeCap(st.Size())}); err != nil {
+		pf.Close()
+		return nil, fmt.Errorf("data file %s: %w", df.FilePath(), err)
 	}
 	return &dataFileFooter{f: f, pf: pf, size: st.Size()}, nil
 }
@@ -198,6 +206,13 @@ func readFlatGroupsAt(ctx context.Context, scan *table.Scan, d *dataFileFooter, 
 				return out, err
 			}
 			b, err := readDenseGroup(ctx, scan, d, df, g, first, dataSeq(t), positions[i:j], cache)
+			if err != nil && ctx.Err() == nil {
+				// Decoded whole, a group's column can be one allocation
+				// over the decode cap where the selective read's are
+				// not: the selective read decides whether the file is
+				// damaged.
+				b, err = readFlatRowsAt(ctx, scan, d, df, positions[i:j])
+			}
 			if err != nil {
 				return out, err
 			}

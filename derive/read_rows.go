@@ -79,13 +79,22 @@ func readTasks(ctx context.Context, fs icebergio.IO, scan *table.Scan, tasks []t
 // are then taken from rows already decoded.
 func readPlainTask(ctx context.Context, fs icebergio.IO, scan *table.Scan, t table.FileScanTask, cache rowGroups) ([]arrow.RecordBatch, error) {
 	batchRows := fileRowsBatch
-	if cache.enabled() && t.File.Count() <= maxWholeGroupRows {
+	if cache.cacheable(t.File) {
 		batchRows = max(batchRows, int(t.File.Count()))
-		// The next snapshot's before-images wait for these rows rather
-		// than decode the file again.
-		done := cache.claim(t.File.FilePath(), 0)
-		defer done()
 	}
+	out, err := readPlainFile(ctx, fs, scan, t, batchRows, cache)
+	if err != nil && batchRows != fileRowsBatch && ctx.Err() == nil {
+		// Read as one batch, a column can be one allocation over the
+		// decode cap where batches of the default size are not: those
+		// decide whether the file is damaged.
+		out, err = readPlainFile(ctx, fs, scan, t, fileRowsBatch, rowGroups{})
+	}
+	return out, err
+}
+
+// readPlainFile reads a plain task's file batchRows rows at a time and,
+// when it is one row group read as one batch, caches it.
+func readPlainFile(ctx context.Context, fs icebergio.IO, scan *table.Scan, t table.FileScanTask, batchRows int, cache rowGroups) ([]arrow.RecordBatch, error) {
 	fr, _, err := openFileRows(ctx, fs, scan, t.File, 0, batchRows)
 	if errors.Is(err, errNotFlat) {
 		return scanTasks(ctx, fs, scan, []table.FileScanTask{t})
@@ -93,24 +102,25 @@ func readPlainTask(ctx context.Context, fs icebergio.IO, scan *table.Scan, t tab
 	if err != nil {
 		return nil, err
 	}
-	oneGroup := fr.pf.NumRowGroups() == 1
+	oneGroup := fr.pf.NumRowGroups() == 1 && int64(batchRows) >= t.File.Count()
+	if oneGroup && cache.enabled() {
+		// The next snapshot's before-images wait for these rows rather
+		// than decode the file again.
+		done := cache.claim(t.File.FilePath(), 0)
+		defer done()
+	}
 	out, err := readAllRows(fr, t.File, nil)
 	if err != nil {
 		releaseAll(out)
 		return nil, err
 	}
-	if cache.enabled() && oneGroup && len(out) == 1 {
+	if oneGroup && len(out) == 1 {
 		if projected, err := scan.Projection(); err == nil {
 			cache.add(t.File.FilePath(), 0, dataSeq(t), projected, out[0])
 		}
 	}
 	return out, nil
 }
-
-// maxWholeGroupRows bounds the rows of a file read as one batch to be
-// cached: a larger row group could not stay in a cache of the default size
-// anyway.
-const maxWholeGroupRows = 4 << 20
 
 // fileRowsBatch is the rows per batch of a whole file read by fileRows, as
 // iceberg-go's default (read.parquet.batch-size).

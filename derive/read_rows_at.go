@@ -47,7 +47,7 @@ func readFlatRowsAt(ctx context.Context, scan *table.Scan, d *dataFileFooter, df
 	// pqarrow gives each column, as in iceberg-go's reader.
 	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, mem)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("data file %s: schema: %w", df.FilePath(), err)
 	}
 	man := fr.Manifest
 	columns, err := flatColumns(projected, pf, man)
@@ -80,7 +80,7 @@ func readFlatRowsAt(ctx context.Context, scan *table.Scan, d *dataFileFooter, df
 	fileArrow := arrow.NewSchema(fields, &meta)
 	fileSchema, err := table.ArrowSchemaToIcebergWithOptions(fileArrow, table.ArrowToIcebergOptions{})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("data file %s: schema: %w", df.FilePath(), err)
 	}
 
 	// Positions by row group, as runs of consecutive rows.
@@ -110,7 +110,7 @@ func readFlatRowsAt(ctx context.Context, scan *table.Scan, d *dataFileFooter, df
 		for _, l := range leaves {
 			cr, err := rg.Column(l.col)
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("data file %s, row group %d, column %s: %w", df.FilePath(), g, l.field.Name, err)
 			}
 			err = l.read(cr, runs)
 			cr.Close()
@@ -138,7 +138,11 @@ func readFlatRowsAt(ctx context.Context, scan *table.Scan, d *dataFileFooter, df
 	}
 	raw := array.NewRecordBatch(fileArrow, cols, int64(len(positions)))
 	defer raw.Release()
-	return table.ToRequestedSchema(ctx, projected, fileSchema, raw, table.SchemaOptions{})
+	out, err := table.ToRequestedSchema(ctx, projected, fileSchema, raw, table.SchemaOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("data file %s: %w", df.FilePath(), err)
+	}
+	return out, nil
 }
 
 // flatColumns returns the leaf columns of pf that hold a field of

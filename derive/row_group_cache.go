@@ -110,6 +110,18 @@ func (c *RowGroupCache) derivation(table string) rowGroups {
 // enabled reports whether anything is cached.
 func (v rowGroups) enabled() bool { return v.c != nil }
 
+// cacheable reports whether a file is small enough to be read as one batch
+// for the cache as a snapshot's new file: its rows decoded could fit
+// (Parquet compresses table data well under eight times), and no column of
+// one batch comes near the decode cap.
+func (v rowGroups) cacheable(f iceberg.DataFile) bool {
+	return v.c != nil && f.FileSizeBytes() <= v.c.maxBytes/8 && f.Count() <= maxWholeFileRows
+}
+
+// maxWholeFileRows bounds the rows of a file read as one batch for the
+// cache (see cacheable).
+const maxWholeFileRows = 1 << 20
+
 // get returns the cached rows of a row group read with schema, retained
 // for the caller (who releases them).
 func (v rowGroups) get(path string, group int, schema *iceberg.Schema) (arrow.RecordBatch, bool) {

@@ -70,8 +70,9 @@ type diskSegment struct {
 	size int64
 	keys []diskKey
 	// refs counts the reads (Spans) that will send ranges of the file
-	// straight from it (sendfile). An evicted segment is retired: its file
-	// is unlinked at once but closed only when the last of them is sent.
+	// straight from it (sendfile), and the writes in flight. An evicted
+	// segment is retired: its file is unlinked at once but closed only
+	// when the last of them is done.
 	refs      atomic.Int32
 	held      *atomic.Int64 // the cache's count of references
 	retired   atomic.Bool
@@ -80,6 +81,13 @@ type diskSegment struct {
 
 func (s *diskSegment) unref() {
 	s.held.Add(-1)
+	if s.refs.Add(-1) == 0 && s.retired.Load() {
+		s.closeFile()
+	}
+}
+
+// unrefWrite drops the reference a write in flight holds (diskCache.add).
+func (s *diskSegment) unrefWrite() {
 	if s.refs.Add(-1) == 0 && s.retired.Load() {
 		s.closeFile()
 	}
@@ -259,15 +267,15 @@ func (d *diskCache) add(k batchKey, v []byte) bool {
 	slot := diskSlot{seg: cur.id, off: cur.size, n: int64(len(v))}
 	cur.size += slot.n
 	d.bytes += slot.n
+	// A reference of its own, not counted in held (what reads hold).
 	cur.refs.Add(1)
-	d.held.Add(1)
 	d.mu.Unlock()
 
 	_, err := cur.f.WriteAt(v, slot.off)
 
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	defer cur.unref()
+	defer cur.unrefWrite()
 	if err != nil {
 		// A full disk must not fail fetches: serve from memory only.
 		d.log.Error().Err(err).Str("file", cur.f.Name()).Msg("batch disk cache write failed; disabling it")

@@ -68,6 +68,21 @@ func (d *DeferredRemovals) hold(paths []string, now time.Time) []string {
 	return due
 }
 
+// held returns the paths held (by pathKey), for orphan cleanup to keep;
+// nil for a nil d.
+func (d *DeferredRemovals) held() map[string]bool {
+	if d == nil {
+		return nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make(map[string]bool, len(d.pending)-d.head)
+	for _, f := range d.pending[d.head:] {
+		out[pathKey(f.path)] = true
+	}
+	return out
+}
+
 // Len is how many files are held.
 func (d *DeferredRemovals) Len() int {
 	d.mu.Lock()

@@ -33,8 +33,9 @@ func scanRows(ctx context.Context, tbl *table.Table) (int, error) {
 // TestExpiryHoldsFilesForTheGrace: a pass with Options.Removals expires
 // snapshots but keeps the files only they referenced for the grace, so a
 // reader that loaded the table before the pass still scans its snapshot in
-// full (a raw topic keeps snapshots 30 seconds); a later pass, even one
-// that expires nothing, removes them once the grace has run out.
+// full (a raw topic keeps snapshots 30 seconds), orphan cleanup included;
+// a later pass, even one that expires nothing, removes them once the grace
+// has run out.
 func TestExpiryHoldsFilesForTheGrace(t *testing.T) {
 	ctx := context.Background()
 	cat, _ := openCatalog(t)
@@ -71,6 +72,17 @@ func TestExpiryHoldsFilesForTheGrace(t *testing.T) {
 	}
 	if got, err := scanRows(ctx, early); err != nil || got != want {
 		t.Fatalf("a snapshot expired within the grace scans %d rows (%v), want %d", got, err, want)
+	}
+
+	// Orphan cleanup keeps what is held, however old the files look.
+	ageAll(t, localDir(early.Location()), time.Now().Add(-48*time.Hour))
+	rep, err = maintain.Run(ctx, cat, ident, maintain.Options{Log: log, Removals: held, CompactDataFiles: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := scanRows(ctx, early); err != nil || got != want {
+		t.Fatalf("after orphan cleanup (%d orphans removed) a snapshot expired within the grace scans %d rows (%v), want %d",
+			rep.Orphans.Removed, got, err, want)
 	}
 
 	n := held.Len()

@@ -102,18 +102,23 @@ func sameHead(a, b *table.Table) bool {
 }
 
 // keepFile returns the predicate of unreferenced files orphan cleanup must
-// keep: an LSM table's changelog, and whatever the snapshots of a pinned
-// log reference.
+// keep: an LSM table's changelog, whatever the snapshots of a pinned log
+// reference, and the files of expired snapshots Options.Removals holds for
+// their grace.
 func (p *pass) keepFile(ctx context.Context, tbl *table.Table) (func(string) bool, error) {
 	pinned, err := pinnedKeep(ctx, p.opts.Manifests, tbl)
 	if err != nil {
 		return nil, fmt.Errorf("orphan cleanup of %s: %w", p.name, err)
 	}
 	keep, err := p.keepChangelog(ctx, tbl)
-	if err != nil || len(pinned) == 0 {
-		return keep, err
+	if err != nil {
+		return nil, err
 	}
-	return func(f string) bool { return pinned[pathKey(f)] || keep(f) }, nil
+	held := p.opts.Removals.held()
+	if len(pinned) == 0 && len(held) == 0 {
+		return keep, nil
+	}
+	return func(f string) bool { return pinned[pathKey(f)] || held[pathKey(f)] || keep(f) }, nil
 }
 
 // keepChangelog returns the predicate of the LSM changelog files orphan

@@ -123,6 +123,18 @@ func runMaintainer(ctx context.Context, cat catalog.Catalog, reg *topics.Registr
 				Dur("expiry_took", rep.Expiry.Took).Dur("compaction_took", rep.Compaction.Took).Dur("manifests_took", rep.Manifests.Took).
 				Dur("orphans_took", rep.Orphans.Took).Msg("maintenance pass")
 		}
+		// A table no longer served or maintained leaves the maps: the
+		// files it held are then orphan cleanup's.
+		for key := range removals {
+			if !done[key] {
+				delete(removals, key)
+			}
+		}
+		for key := range lastOrphans {
+			if !done[key] {
+				delete(lastOrphans, key)
+			}
+		}
 	}
 }
 
