@@ -29,6 +29,8 @@ type fileRows struct {
 	rr         pqarrow.RecordReader
 	fileSchema *iceberg.Schema
 	projected  *iceberg.Schema
+	// ownsFile closes pf with the reader (openFileRows opened it).
+	ownsFile bool
 }
 
 // openFileRows opens df for reading from the row group that holds its row
@@ -92,32 +94,44 @@ func openFileRows(ctx context.Context, fs icebergio.IO, scan *table.Scan, df ice
 		}
 		group = pf.NumRowGroups() // an empty file: no row group to read
 	}
+	groups := make([]int, 0, pf.NumRowGroups()-group)
+	for g := group; g < pf.NumRowGroups(); g++ {
+		groups = append(groups, g)
+	}
+	fr, err := newFileRows(ctx, pf, df.FilePath(), projected, mem, groups, batchRows)
+	if err != nil {
+		return nil, 0, err
+	}
+	fr.ownsFile = true
+	return fr, groupRow, nil
+}
+
+// newFileRows reads the given row groups of the open flat file pf (at
+// path), batchRows rows per batch, decoding under mem; errNotFlat when the
+// file is not flat. pf stays the caller's unless ownsFile is set.
+func newFileRows(ctx context.Context, pf *file.Reader, path string, projected *iceberg.Schema, mem memory.Allocator, groups []int, batchRows int) (*fileRows, error) {
 	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: int64(batchRows)}, mem)
 	if err != nil {
-		return nil, 0, fmt.Errorf("data file %s: schema: %w", df.FilePath(), err)
+		return nil, fmt.Errorf("data file %s: schema: %w", path, err)
 	}
 	columns, err := flatColumns(projected, pf, fr.Manifest)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	cols := make([]int, len(columns))
 	for i, c := range columns {
 		cols[i] = c.ColIndex
 	}
-	groups := make([]int, 0, pf.NumRowGroups()-group)
-	for g := group; g < pf.NumRowGroups(); g++ {
-		groups = append(groups, g)
-	}
 	rr, err := fr.GetRecordReader(ctx, cols, groups)
 	if err != nil {
-		return nil, 0, fmt.Errorf("data file %s: row groups: %w", df.FilePath(), err)
+		return nil, fmt.Errorf("data file %s: row groups: %w", path, err)
 	}
 	fileSchema, err := table.ArrowSchemaToIcebergWithOptions(rr.Schema(), table.ArrowToIcebergOptions{})
 	if err != nil {
 		rr.Release()
-		return nil, 0, fmt.Errorf("data file %s: schema: %w", df.FilePath(), err)
+		return nil, fmt.Errorf("data file %s: schema: %w", path, err)
 	}
-	return &fileRows{ctx: ctx, pf: pf, rr: rr, fileSchema: fileSchema, projected: projected}, groupRow, nil
+	return &fileRows{ctx: ctx, pf: pf, rr: rr, fileSchema: fileSchema, projected: projected}, nil
 }
 
 // next returns the next batch (the caller owns it), or nil at the end;
@@ -139,5 +153,7 @@ func (f *fileRows) next() (_ arrow.RecordBatch, err error) {
 
 func (f *fileRows) close() {
 	f.rr.Release()
-	f.pf.Close()
+	if f.ownsFile {
+		f.pf.Close()
+	}
 }

@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 )
@@ -73,55 +71,37 @@ func decodeAndCache(ctx context.Context, projected *iceberg.Schema, d *dataFileF
 	return whole, nil
 }
 
-// readWholeGroup decodes every row of row group g of a flat file with
-// pqarrow, projected onto the scan's schema as fileRows does, under the
-// decode cap; a decoder's panic (a damaged page, an allocation over the
-// cap) is an error naming the file.
+// readWholeGroup decodes every row of row group g of a flat file through
+// fileRows, under the decode cap, as one batch; a decoder's panic (a
+// damaged page, an allocation over the cap) is an error naming the file.
 func readWholeGroup(ctx context.Context, projected *iceberg.Schema, d *dataFileFooter, df iceberg.DataFile, g int) (_ arrow.RecordBatch, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("data file %s, row group %d is damaged: decoding it panicked: %v", df.FilePath(), g, p)
 		}
 	}()
-	pf := d.pf
-	n := pf.MetaData().RowGroup(g).NumRows()
+	n := d.pf.MetaData().RowGroup(g).NumRows()
 	mem := cappedAllocator{inner: memory.DefaultAllocator, max: decodeCap(df.FileSizeBytes())}
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: max(n, 1)}, mem)
-	if err != nil {
-		return nil, fmt.Errorf("data file %s: schema: %w", df.FilePath(), err)
-	}
-	columns, err := flatColumns(projected, pf, fr.Manifest)
+	fr, err := newFileRows(ctx, d.pf, df.FilePath(), projected, mem, []int{g}, int(max(n, 1)))
 	if err != nil {
 		return nil, err
 	}
-	cols := make([]int, len(columns))
-	for i, c := range columns {
-		cols[i] = c.ColIndex
-	}
-	rr, err := fr.GetRecordReader(ctx, cols, []int{g})
-	if err != nil {
-		return nil, fmt.Errorf("data file %s: row group %d: %w", df.FilePath(), g, err)
-	}
-	defer rr.Release()
-	fileSchema, err := table.ArrowSchemaToIcebergWithOptions(rr.Schema(), table.ArrowToIcebergOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("data file %s: schema: %w", df.FilePath(), err)
-	}
+	defer fr.close()
 	var (
 		parts []arrow.RecordBatch
 		rows  int64
 	)
 	defer func() { releaseAll(parts) }()
-	for rr.Next() {
-		b, err := table.ToRequestedSchema(ctx, projected, fileSchema, rr.RecordBatch(), table.SchemaOptions{})
+	for {
+		b, err := fr.next()
 		if err != nil {
 			return nil, fmt.Errorf("data file %s, row group %d: %w", df.FilePath(), g, err)
 		}
+		if b == nil {
+			break
+		}
 		parts = append(parts, b)
 		rows += b.NumRows()
-	}
-	if err := rr.Err(); err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("data file %s, row group %d: %w", df.FilePath(), g, err)
 	}
 	if rows != n {
 		return nil, fmt.Errorf("data file %s, row group %d: read %d rows, its footer says %d", df.FilePath(), g, rows, n)

@@ -1,8 +1,13 @@
 package maintain
 
 import (
+	"context"
 	"sync"
 	"time"
+
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/lakegw/lakegw/lake"
 )
 
 // DeferredRemovals holds the files a writer's commits stopped referencing
@@ -66,6 +71,19 @@ func (d *DeferredRemovals) hold(paths []string, now time.Time) []string {
 		d.head = 0
 	}
 	return due
+}
+
+// remove removes files of tbl that expired snapshots alone referenced: at
+// once when d is nil, else after d's grace (the held files whose grace ran
+// out go now). It returns how many it removed.
+func (d *DeferredRemovals) remove(ctx context.Context, tbl *table.Table, files []string) (int, error) {
+	if d != nil {
+		files = d.hold(files, time.Now())
+	}
+	if len(files) == 0 {
+		return 0, nil
+	}
+	return lake.RemoveFiles(ctx, tbl, files)
 }
 
 // held returns the paths held (by pathKey), for orphan cleanup to keep;

@@ -149,16 +149,9 @@ func (p *pass) expire(ctx context.Context, rep *ExpiryReport) error {
 }
 
 // removeExpiredFiles removes the files expired snapshots alone referenced,
-// after the grace of p.opts.Removals when set (then the held files whose
-// grace ran out go now), returning how many it removed.
+// now or after the grace of p.opts.Removals, returning how many it removed.
 func (p *pass) removeExpiredFiles(ctx context.Context, tbl *table.Table, files []string) (int, error) {
-	if p.opts.Removals != nil {
-		files = p.opts.Removals.hold(files, time.Now())
-	}
-	if len(files) == 0 {
-		return 0, nil
-	}
-	n, err := lake.RemoveFiles(ctx, tbl, files)
+	n, err := p.opts.Removals.remove(ctx, tbl, files)
 	if err != nil {
 		return n, fmt.Errorf("remove files of expired snapshots of %s: %w", p.name, err)
 	}

@@ -8,7 +8,6 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/lakegw/lakegw/changelog"
-	"github.com/lakegw/lakegw/lake"
 )
 
 // HistoryCap is the snapshot expiry a writer stages in its own commits to
@@ -90,16 +89,9 @@ func (c HistoryCap) Clean(ctx context.Context, before, after *table.Table) (int,
 	return c.remove(ctx, after, files)
 }
 
-// remove removes files now, or hands them to c.Removals and removes those
-// whose grace has run out.
+// remove removes files now, or after c.Removals' grace.
 func (c HistoryCap) remove(ctx context.Context, tbl *table.Table, files []string) (int, error) {
-	if c.Removals != nil {
-		files = c.Removals.hold(files, time.Now())
-	}
-	if len(files) == 0 {
-		return 0, nil
-	}
-	n, err := lake.RemoveFiles(ctx, tbl, files)
+	n, err := c.Removals.remove(ctx, tbl, files)
 	if err != nil {
 		return n, fmt.Errorf("remove files of snapshots expired in a commit: %w", err)
 	}
