@@ -1,6 +1,9 @@
 package produce
 
-import "github.com/lakegw/lakegw/changelog"
+import (
+	"github.com/lakegw/lakegw/changelog"
+	"github.com/lakegw/lakegw/internal/kafkaseq"
+)
 
 // Header is one Kafka record header (a nil Value is a null value), as a
 // raw topic stores it.
@@ -29,7 +32,7 @@ type Batch struct {
 // lastSequence is the sequence number of the batch's last record (they
 // wrap at MaxInt32 as Kafka's do).
 func (b *Batch) lastSequence() int32 {
-	return int32((int64(b.BaseSequence) + int64(len(b.Records)) - 1) % (1 << 31))
+	return kafkaseq.Last(b.BaseSequence, len(b.Records))
 }
 
 // size is what the batch holds in memory until it is committed, for

@@ -22,8 +22,8 @@
 // It knows Kafka's record model (partitions, offsets, producer ids,
 // sequences) but not its wire format: protocol/ decodes requests into
 // Batches and maps the errors here to Kafka error codes. It may import
-// changelog/, lake/, lsm/ and maintain/ (a raw topic's commits expire its
-// older snapshots: maintain.HistoryCap); it must not import protocol/, fetch/,
+// changelog/, lake/, lsm/, maintain/ (a raw topic's commits expire its
+// older snapshots: maintain.HistoryCap) and internal/kafkaseq; it must not import protocol/, fetch/,
 // topics/, offsets/ or derive/ (consumers are woken through
 // Config.OnCommit).
 package produce

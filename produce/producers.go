@@ -3,11 +3,12 @@ package produce
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 	"sort"
 	"time"
 
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/lakegw/lakegw/internal/kafkaseq"
 )
 
 // Idempotent producers, as Kafka's brokers check them: per producer id
@@ -70,11 +71,6 @@ type seqState struct {
 
 func newSeqState() *seqState { return &seqState{m: map[seqKey]*seqEntry{}} }
 
-// inSequence says whether first follows last (sequences wrap at MaxInt32).
-func inSequence(last, first int32) bool {
-	return first == last+1 || (last == math.MaxInt32 && first == 0)
-}
-
 // accept checks b against its producer's state and, when it is new,
 // records it as pending on t. A retry of a recent batch returns that
 // batch (committed: its offset; pending: its ticket to wait on).
@@ -105,8 +101,8 @@ func (s *seqState) accept(b *Batch, t *ticket, now time.Time) (dup *batchMeta, e
 				return m, nil
 			}
 		}
-		if e.last != noSequence && !inSequence(e.last, first) {
-			if behind(e.last, first) {
+		if e.last != noSequence && !kafkaseq.Follows(e.last, first) {
+			if kafkaseq.Behind(e.last, first) {
 				return nil, fmt.Errorf("%w: producer %d partition %d sequence %d..%d was written before (last is %d)",
 					ErrDuplicateSequence, b.ProducerID, b.Partition, first, last, e.last)
 			}
@@ -267,7 +263,7 @@ func (s *seqState) failed() {
 		case e.committed:
 			e.epoch, e.last = e.committedEpoch, e.committedLast
 		case any:
-			e.last = before(firstFailed)
+			e.last = kafkaseq.Before(firstFailed)
 		}
 	}
 }
@@ -284,25 +280,7 @@ func (s *seqState) hole(b *Batch) {
 		return // its state already orders the retry
 	}
 	s.evictIfFull()
-	s.m[k] = &seqEntry{epoch: b.ProducerEpoch, committedEpoch: b.ProducerEpoch, last: before(b.BaseSequence), committedLast: noSequence}
-}
-
-// behind says whether a batch starting at first lies before the one
-// expected after last: within the 2^30 sequence numbers below it, where
-// sequences wrap at MaxInt32 (a batch further away is a gap ahead).
-func behind(last, first int32) bool {
-	const space = int64(1) << 31
-	expected := (int64(last) + 1) % space
-	d := ((expected-int64(first))%space + space) % space
-	return d > 0 && d <= space/2
-}
-
-// before is the sequence number preceding seq (they wrap at MaxInt32).
-func before(seq int32) int32 {
-	if seq == 0 {
-		return math.MaxInt32
-	}
-	return seq - 1
+	s.m[k] = &seqEntry{epoch: b.ProducerEpoch, committedEpoch: b.ProducerEpoch, last: kafkaseq.Before(b.BaseSequence), committedLast: noSequence}
 }
 
 // summaryProducer is one producer partition's state in a snapshot summary.

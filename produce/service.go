@@ -172,8 +172,8 @@ func (s *Service) Submit(ctx context.Context, topic string, batches []Batch) *Su
 	}
 	for i := range batches {
 		b := &batches[i]
-		if b.Partition < 0 || b.Partition >= w.partitions {
-			sub.results[i] = Result{BaseOffset: -1, Err: fmt.Errorf("%w: %s has %d partitions, not %d", ErrUnknownPartition, topic, w.partitions, b.Partition)}
+		if err := w.checkPartition(b.Partition); err != nil {
+			sub.results[i] = Result{BaseOffset: -1, Err: err}
 			continue
 		}
 		if len(b.Records) == 0 {

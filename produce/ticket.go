@@ -12,6 +12,9 @@ type ticket struct {
 	ops []rowOp
 	// rec holds an append table topic's rows of the batch (prepare).
 	rec arrow.RecordBatch
+	// txn names the Kafka transaction the batch commits for
+	// (CommitTransaction), or is empty.
+	txn string
 }
 
 func newTicket(b *Batch) *ticket {

@@ -170,6 +170,9 @@ func (w *writer) commitGroup(ctx context.Context, group []*ticket) {
 		props, err := w.producersSummary(group, bases)
 		if err == nil {
 			props[SummaryCommitID] = id
+			if markers := transactionMarkers(group); markers != "" {
+				props[SummaryTransactions] = markers
+			}
 		}
 		return props, err
 	})

@@ -11,8 +11,13 @@
 //
 // Produce, InitProducerId and CreateTopics are decoded and answered here
 // and carried out by produce/ (Server.AcceptWrites), which maps nothing
-// to Kafka codes itself.
+// to Kafka codes itself. The transaction APIs (AddPartitionsToTxn,
+// AddOffsetsToTxn, TxnOffsetCommit, EndTxn, DescribeTransactions,
+// ListTransactions, and InitProducerId and Produce with a transactional
+// id) are carried out by txn/ (Server.AcceptTransactions), which commits
+// through produce/ by TxnTables.
 //
-// protocol/ may import fetch/, topics/, offsets/, state/, produce/ and
-// protocol/groups/; nothing below it imports protocol/.
+// protocol/ may import fetch/, topics/, offsets/, state/, produce/, txn/,
+// protocol/groups/ and internal/kafkaseq; nothing below it imports
+// protocol/.
 package protocol

@@ -19,16 +19,21 @@ import (
 // transactional one is refused until transactions exist.
 func init() { register(kmsg.InitProducerID, 0, 5, handleInitProducerID) }
 
-func handleInitProducerID(_ context.Context, c *conn, req *kmsg.InitProducerIDRequest) (kmsg.Response, error) {
+func handleInitProducerID(ctx context.Context, c *conn, req *kmsg.InitProducerIDRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	switch {
 	case c.s.produce == nil:
 		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+	case req.TransactionalID != nil && c.s.txn == nil:
+		resp.ErrorCode = transactionsOff.Code
 	case req.TransactionalID != nil:
-		// Kafka clients treat this as fatal for a transactional producer
-		// and say so; transactions are the next step.
-		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		pid, epoch, err := c.s.txn.InitProducerID(ctx, *req.TransactionalID, req.TransactionTimeoutMillis, req.ProducerID, req.ProducerEpoch)
+		if err != nil {
+			resp.ErrorCode = txnCode(err, fencedFrom(req.Version, 4)).Code
+			break
+		}
+		resp.ProducerID, resp.ProducerEpoch = pid, epoch
 	case req.ProducerID >= 0 && req.ProducerEpoch >= 0:
 		// KIP-360: the producer keeps its id under the next epoch, and
 		// its sequences restart at 0 there; one a newer epoch fenced is

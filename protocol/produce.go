@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/lakegw/lakegw/internal/kafkaseq"
 	"github.com/lakegw/lakegw/produce"
+	"github.com/lakegw/lakegw/txn"
 )
 
 // Produce (key 0)
@@ -25,7 +26,9 @@ import (
 // UNSUPPORTED_FOR_MESSAGE_FORMAT. A raw topic (produce.CreateRawTopic)
 // takes records; a topic serving a table other engines write is read-only
 // and says so. Each partition is answered once the Iceberg commit holding
-// its records has succeeded; acks=0 is not answered at all.
+// its records has succeeded; acks=0 is not answered at all. A
+// transaction's records are answered once staged (txn.Coordinator.Stage),
+// with base offset -1: their offsets are decided when it commits.
 func init() { register(kmsg.Produce, 0, 11, handleProduce) }
 
 const readOnlyMessage = "lakegw topics are read-only: they serve the changes of Iceberg tables; write to the table instead"
@@ -59,8 +62,8 @@ func handleProduce(ctx context.Context, c *conn, req *kmsg.ProduceRequest) (kmsg
 		switch {
 		case c.s.produce == nil:
 			topicErr = produce.ErrReadOnly
-		case req.TransactionID != nil:
-			topicErr = refuse(kerr.TransactionalIDAuthorizationFailed, "lakegw does not take transactions yet")
+		case req.TransactionID != nil && c.s.txn == nil:
+			topicErr = refuse(transactionsOff, "this lakegw coordinates no transactions")
 		default:
 			// A read-only or unknown topic says so before its records
 			// are looked at.
@@ -75,7 +78,7 @@ func handleProduce(ctx context.Context, c *conn, req *kmsg.ProduceRequest) (kmsg
 			case topicErr != nil:
 				w.errs[pi] = topicErr
 			default:
-				b, berr := decodeBatch(p.Partition, p.Records)
+				b, berr := decodeBatch(p.Partition, p.Records, req.TransactionID != nil)
 				if berr != nil {
 					w.errs[pi] = berr
 					continue
@@ -84,7 +87,14 @@ func handleProduce(ctx context.Context, c *conn, req *kmsg.ProduceRequest) (kmsg
 				w.parts = append(w.parts, pi)
 			}
 		}
-		if len(batches) > 0 {
+		switch {
+		case len(batches) == 0:
+		case req.TransactionID != nil:
+			// Staged in the transaction, in the connection's order: its
+			// records become visible, with their offsets, when it commits.
+			stageTransactional(ctx, c, *req.TransactionID, t, batches, w.parts, w.errs)
+			w.parts = nil
+		default:
 			w.sub = c.s.produce.Submit(ctx, t.Topic, batches)
 		}
 		resp.Topics = append(resp.Topics, rt)
@@ -144,4 +154,21 @@ func handleProduce(ctx context.Context, c *conn, req *kmsg.ProduceRequest) (kmsg
 		return nil, nil
 	}
 	return resp, nil
+}
+
+// stageTransactional stages a transaction's decoded batches of one topic
+// (batches[i] answers partition parts[i] of t), setting errs of the
+// partitions refused.
+func stageTransactional(ctx context.Context, c *conn, id string, t kmsg.ProduceRequestTopic, batches []produce.Batch, parts []int, errs []error) {
+	checks := c.s.produce.Check(ctx, t.Topic, batches)
+	for i, b := range batches {
+		pi := parts[i]
+		if checks[i] != nil {
+			errs[pi] = checks[i]
+			continue
+		}
+		_, err := c.s.txn.Stage(ctx, id, b.ProducerID, b.ProducerEpoch, txn.StagedBatch{Topic: t.Topic, Partition: b.Partition,
+			FirstSeq: b.BaseSequence, LastSeq: kafkaseq.Last(b.BaseSequence, len(b.Records)), Batch: t.Partitions[pi].Records})
+		errs[pi] = err
+	}
 }

@@ -42,8 +42,10 @@ const (
 
 // decodeBatch decodes one partition's records of a Produce request: a
 // single RecordBatch of magic 2 (as Kafka requires from v3 on), its CRC
-// checked, decompressed, every record parsed. The records' bytes alias raw.
-func decodeBatch(partition int32, raw []byte) (produce.Batch, *batchError) {
+// checked, decompressed, every record parsed; transactional says whether
+// the request is a transaction's, whose batches say so and only whose
+// do. The records' bytes alias raw.
+func decodeBatch(partition int32, raw []byte, transactional bool) (produce.Batch, *batchError) {
 	if len(raw) < batchHeaderSize {
 		return produce.Batch{}, refuse(kerr.CorruptMessage, "a record batch of %d bytes is shorter than its header", len(raw))
 	}
@@ -66,8 +68,11 @@ func decodeBatch(partition int32, raw []byte) (produce.Batch, *batchError) {
 	if rb.Attributes&attrControl != 0 {
 		return produce.Batch{}, refuse(kerr.InvalidRecord, "a control batch in a Produce request")
 	}
-	if rb.Attributes&attrTxn != 0 {
-		return produce.Batch{}, refuse(kerr.InvalidTxnState, "transactional records: lakegw does not take transactions yet")
+	if isTxn := rb.Attributes&attrTxn != 0; isTxn != transactional {
+		if isTxn {
+			return produce.Batch{}, refuse(kerr.InvalidTxnState, "transactional records in a produce request without a transactional id")
+		}
+		return produce.Batch{}, refuse(kerr.InvalidTxnState, "records that are not transactional in a transaction's produce request")
 	}
 	if rb.NumRecords <= 0 {
 		return produce.Batch{}, refuse(kerr.InvalidRecord, "a record batch of %d records", rb.NumRecords)
@@ -124,6 +129,11 @@ func decodeBatch(partition int32, raw []byte) (produce.Batch, *batchError) {
 func produceCode(err error) *kerr.Error {
 	var be *batchError
 	switch {
+	case isTxnError(err):
+		// A transaction's records are staged by the coordinator, whose
+		// refusals of a produce request are the group coordinator's
+		// codes: a fenced producer is INVALID_PRODUCER_EPOCH here.
+		return txnCode(err, kerr.InvalidProducerEpoch)
 	case errors.As(err, &be):
 		return be.code
 	case errors.Is(err, produce.ErrUnknownTopic), errors.Is(err, produce.ErrUnknownPartition):

@@ -40,7 +40,7 @@ func record(key, value string) kmsg.Record {
 
 func TestDecodeBatchReadsEveryRecord(t *testing.T) {
 	raw := encodeBatch(t, []kmsg.Record{record("a", "1"), record("b", "2")}, 7, 3)
-	b, err := decodeBatch(4, raw)
+	b, err := decodeBatch(4, raw, false)
 	if err != nil {
 		t.Fatalf("decode: %v", err)
 	}
@@ -49,7 +49,7 @@ func TestDecodeBatchReadsEveryRecord(t *testing.T) {
 		t.Fatalf("decoded %+v", b)
 	}
 	raw[len(raw)-1] ^= 1
-	if _, err := decodeBatch(0, raw); err == nil || err.code != kerr.CorruptMessage {
+	if _, err := decodeBatch(0, raw, false); err == nil || err.code != kerr.CorruptMessage {
 		t.Fatalf("damaged batch: %v, want CORRUPT_MESSAGE", err)
 	}
 }
@@ -61,13 +61,13 @@ func TestDecodeBatchRefusesOldMagicAndTwoBatches(t *testing.T) {
 	raw := encodeBatch(t, []kmsg.Record{record("a", "1")}, -1, -1)
 	old := append([]byte(nil), raw...)
 	old[16] = 1
-	if _, err := decodeBatch(0, old); err == nil || err.code != kerr.UnsupportedForMessageFormat {
+	if _, err := decodeBatch(0, old, false); err == nil || err.code != kerr.UnsupportedForMessageFormat {
 		t.Fatalf("magic 1: %v", err)
 	}
-	if _, err := decodeBatch(0, append(append([]byte(nil), raw...), raw...)); err == nil || err.code != kerr.InvalidRecord {
+	if _, err := decodeBatch(0, append(append([]byte(nil), raw...), raw...), false); err == nil || err.code != kerr.InvalidRecord {
 		t.Fatalf("two batches: %v", err)
 	}
-	if _, err := decodeBatch(0, raw[:30]); err == nil || err.code != kerr.CorruptMessage {
+	if _, err := decodeBatch(0, raw[:30], false); err == nil || err.code != kerr.CorruptMessage {
 		t.Fatalf("short batch: %v", err)
 	}
 }
@@ -107,11 +107,11 @@ func TestDecodeBatchBoundsDecompression(t *testing.T) {
 	}{"gzip": {kgo.GzipCompression(), 1}, "snappy": {kgo.SnappyCompression(), 2}, "lz4": {kgo.Lz4Compression(), 3}, "zstd": {kgo.ZstdCompression(), 4}}
 	bomb := make([]byte, 80<<20)
 	for name, c := range codecs {
-		b, err := decodeBatch(0, compressedBatch(t, body, 3, c.c, c.id))
+		b, err := decodeBatch(0, compressedBatch(t, body, 3, c.c, c.id), false)
 		if err != nil || len(b.Records) != 3 || string(b.Records[2].Value) != "value 2" {
 			t.Fatalf("%s: %v %+v", name, err, b)
 		}
-		if _, err := decodeBatch(0, compressedBatch(t, bomb, 1, c.c, c.id)); err == nil || err.code != kerr.MessageTooLarge {
+		if _, err := decodeBatch(0, compressedBatch(t, bomb, 1, c.c, c.id), false); err == nil || err.code != kerr.MessageTooLarge {
 			t.Fatalf("%s bomb: %v, want MESSAGE_TOO_LARGE", name, err)
 		}
 	}

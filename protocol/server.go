@@ -17,6 +17,7 @@ import (
 	"github.com/lakegw/lakegw/produce"
 	"github.com/lakegw/lakegw/protocol/groups"
 	"github.com/lakegw/lakegw/topics"
+	"github.com/lakegw/lakegw/txn"
 )
 
 // Config configures the Kafka listener.
@@ -107,12 +108,20 @@ type Server struct {
 	clientErrs *limitedlog.Log
 	// produce takes produced records (nil: every topic is read-only).
 	produce *produce.Service
+	// txn coordinates transactions (nil: transactional producers are
+	// refused).
+	txn *txn.Coordinator
 }
 
 // AcceptWrites has the server take Produce, InitProducerId and
 // CreateTopics through p; call it before Serve. Without it every topic is
 // read-only.
 func (s *Server) AcceptWrites(p *produce.Service) { s.produce = p }
+
+// AcceptTransactions has the server coordinate transactions through t
+// (which commits through the Service given to AcceptWrites); call it
+// before Serve. Without it transactional producers are refused.
+func (s *Server) AcceptTransactions(t *txn.Coordinator) { s.txn = t }
 
 // NewServer returns a server; call Listen then Serve.
 func NewServer(cfg Config, reg *topics.Registry, reader *fetch.Reader, coord *groups.Coordinator, log zerolog.Logger) *Server {

@@ -47,6 +47,30 @@ CREATE TABLE IF NOT EXISTS group_offsets (
 	commit_ms    INTEGER NOT NULL,
 	PRIMARY KEY (group_id, topic, partition)
 );
+CREATE TABLE IF NOT EXISTS transactions (
+	txn_id TEXT PRIMARY KEY,
+	record TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS txn_batches (
+	txn_id    TEXT NOT NULL,
+	n         INTEGER NOT NULL,
+	topic     TEXT NOT NULL,
+	partition INTEGER NOT NULL,
+	first_seq INTEGER NOT NULL,
+	last_seq  INTEGER NOT NULL,
+	batch     BLOB NOT NULL,
+	PRIMARY KEY (txn_id, n)
+);
+CREATE TABLE IF NOT EXISTS txn_offsets (
+	txn_id       TEXT NOT NULL,
+	group_id     TEXT NOT NULL,
+	topic        TEXT NOT NULL,
+	partition    INTEGER NOT NULL,
+	offset       INTEGER NOT NULL,
+	leader_epoch INTEGER NOT NULL,
+	metadata     TEXT NOT NULL,
+	PRIMARY KEY (txn_id, group_id, topic, partition)
+);
 CREATE TABLE IF NOT EXISTS registered_tables (
 	ident             TEXT PRIMARY KEY,
 	metadata_location TEXT NOT NULL,

@@ -23,6 +23,7 @@ import (
 	"github.com/lakegw/lakegw/quickstart"
 	"github.com/lakegw/lakegw/state"
 	"github.com/lakegw/lakegw/topics"
+	"github.com/lakegw/lakegw/txn"
 )
 
 // catalogPropFlag names the flag whose values may hold credentials: the
@@ -93,6 +94,8 @@ func cmdServe(ctx context.Context, args []string, demo bool) (err error) {
 	maintainEvery := fs.Duration("maintain-interval", time.Minute, "how often served tables lakegw maintains (LSM tables, lakegw.maintenance.enabled=true) get a maintenance pass (0: never)")
 	allowDelete := fs.Bool("allow-delete-topics", false, "let DeleteTopics drop the tables of raw and table topics (those lakegw writes); other tables are never dropped")
 	commitInterval := fs.Duration("commit-interval", produce.DefaultCommitInterval, "produced records: the least time between two commits of a table, so that concurrent producers share one Iceberg commit (a produce is acknowledged once its commit succeeds)")
+	txnMaxTimeout := fs.Duration("transaction-max-timeout", txn.DefaultMaxTimeout, "the longest transaction.timeout.ms a transactional producer may ask for (Kafka's transaction.max.timeout.ms); a transaction open longer is aborted")
+	txnMaxBytes := fs.Int64("transaction-max-bytes", txn.DefaultMaxTransactionBytes, "the most one transaction may stage before it commits (its commit holds all of it in memory)")
 	debugListen := fs.String("debug-listen", "", "host:port serving Go profiles at /debug/pprof/ (default: off; a non-loopback address needs --debug-listen-public)")
 	debugPublic := fs.Bool("debug-listen-public", false, "allow --debug-listen on an address other hosts can reach (profiles expose the process's internals)")
 	offsetsRetention := addOffsetsRetentionFlag(fs)
@@ -175,12 +178,16 @@ func cmdServe(ctx context.Context, args []string, demo bool) (err error) {
 		return err
 	}
 	defer reader.Close()
+	var txns *txn.Coordinator
 	groupOpts := groups.Options{
 		TopicExists: func(topic string, p int32) bool {
 			t, ok := reg.Topic(topic)
 			return ok && p >= 0 && p < t.Index.Partitions()
 		},
 		OffsetsRetention: *offsetsRetention,
+		// Set below, once the transaction coordinator exists: it needs
+		// the group coordinator to commit its offsets.
+		UnstableOffset: func(group, topic string, p int32) bool { return txns != nil && txns.UnstableOffset(group, topic, p) },
 	}
 	groupLimits.apply(&groupOpts)
 	coord := groups.New(store, log, groupOpts)
@@ -200,6 +207,15 @@ func cmdServe(ctx context.Context, args []string, demo bool) (err error) {
 		Log: log.With().Str("component", "produce").Logger()})
 	defer func() { stopWriters(); writes.Wait() }()
 	srv.AcceptWrites(writes)
+	// Transactions commit through the writers: the coordinator stops
+	// first (deferred last), and a commit it leaves queued still lands.
+	txns = txn.New(store, protocol.TxnTables(writes), protocol.TxnOffsets(coord), txn.Options{MaxTimeout: *txnMaxTimeout,
+		MaxTransactionBytes: *txnMaxBytes, Log: log.With().Str("component", "txn").Logger()})
+	if err := txns.Open(ctx); err != nil {
+		return err
+	}
+	defer txns.Close()
+	srv.AcceptTransactions(txns)
 	if err := srv.Listen(); err != nil {
 		return err
 	}

@@ -45,15 +45,18 @@ var rules = map[string]rule{
 	// responses in them"; internal/limitedlog/doc.go: "protocol/ and
 	// fetch/ keep one each".
 	"protocol": {
-		may:     []string{"fetch", "topics", "offsets", "state", "produce", "protocol/groups", "internal/bytepool", "internal/limitedlog"},
+		may: []string{"fetch", "topics", "offsets", "state", "produce", "txn", "protocol/groups", "internal/bytepool", "internal/limitedlog",
+			"internal/kafkaseq"},
 		mustNot: []string{"lsm", "changelog"},
 	},
 	// "It may import changelog/, lake/, lsm/ and maintain/; it must not
 	// import protocol/, fetch/, topics/, offsets/ or derive/".
 	"produce": {
-		may:     []string{"changelog", "lake", "lsm", "maintain"},
+		may:     []string{"changelog", "lake", "lsm", "maintain", "internal/kafkaseq"},
 		mustNot: []string{"protocol/...", "fetch", "topics", "offsets", "derive"},
 	},
+	// "It may import internal/kafkaseq alone".
+	"txn": {may: []string{"internal/kafkaseq"}},
 	// "It must not import fetch/, topics/, derive/, changelog/, lake/,
 	// lsm/ or state/"; protocol/doc.go: "nothing below it imports
 	// protocol/".
@@ -103,7 +106,7 @@ var rules = map[string]rule{
 	// "It may import offsets/ and protocol/groups for those types alone;
 	// it must not import protocol/, fetch/, topics/, derive/, changelog/,
 	// lake/ or lsm/."
-	"state": {may: []string{"offsets", "protocol/groups"}},
+	"state": {may: []string{"offsets", "protocol/groups", "txn"}},
 	// "must not import protocol/, fetch/, offsets/, derive/, changelog/,
 	// topics/ or lsm/". state/ too: the lake is the bottom layer, below the
 	// gateway's own store (lake/doc.go does not name state/ yet).
@@ -128,6 +131,8 @@ var rules = map[string]rule{
 	"internal/sizedlru": {may: none},
 	// "It imports nothing of lakegw's."
 	"internal/limitedlog": {may: none},
+	// "It imports nothing of lakegw's."
+	"internal/kafkaseq": {may: none},
 }
 
 // everywhere holds the rules for all packages: what they must not import,

@@ -42,6 +42,12 @@ type Options struct {
 	// not stored. Nil accepts every partition.
 	TopicExists func(topic string, partition int32) bool
 
+	// UnstableOffset reports whether an open transaction staged an offset
+	// for a group's partition (TxnOffsetCommit): an OffsetFetch that
+	// requires stable offsets is answered UNSTABLE_OFFSET_COMMIT for it,
+	// and the client asks again (KIP-447). Nil: none ever is.
+	UnstableOffset func(group, topic string, partition int32) bool
+
 	// MinSessionTimeout and MaxSessionTimeout bound the session timeout a
 	// member may ask for (INVALID_SESSION_TIMEOUT outside). Zero means
 	// Kafka's defaults, 6s and 30m.

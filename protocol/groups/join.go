@@ -47,7 +47,7 @@ func (c *Coordinator) join(ctx context.Context, req *kmsg.JoinGroupRequest, now 
 	if code := c.statusCode(); code != 0 {
 		return fail(code)
 	}
-	if !validGroupID(req.Group) {
+	if !ValidGroupID(req.Group) {
 		return fail(kerr.InvalidGroupID.Code)
 	}
 	session := time.Duration(req.SessionTimeoutMillis) * time.Millisecond

@@ -12,9 +12,9 @@ import "unicode/utf8"
 // answer) small and known.
 const maxIDBytes = 249
 
-// validGroupID reports whether a group id may name a group here.
+// ValidGroupID reports whether a group id may name a group here.
 // Otherwise the answer is INVALID_GROUP_ID, as Kafka gives an empty one.
-func validGroupID(id string) bool { return id != "" && len(id) <= maxIDBytes }
+func ValidGroupID(id string) bool { return id != "" && len(id) <= maxIDBytes }
 
 // validInstanceID reports whether a group instance id may be used. Kafka
 // answers INVALID_REQUEST for an empty one; a longer one than its clients

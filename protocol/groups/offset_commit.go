@@ -47,7 +47,7 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 	if code := c.statusCode(); code != 0 {
 		return setAll(code)
 	}
-	if !validGroupID(req.Group) {
+	if !ValidGroupID(req.Group) {
 		return setAll(kerr.InvalidGroupID.Code)
 	}
 	now := time.Now()
@@ -70,12 +70,7 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 			if p.Metadata != nil {
 				md = *p.Metadata
 			}
-			switch {
-			case c.opts.TopicExists != nil && !c.opts.TopicExists(t.Topic, p.Partition):
-				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			case len(md) > c.opts.MaxMetadataBytes:
-				rp.ErrorCode = kerr.OffsetMetadataTooLarge.Code
-			default:
+			if rp.ErrorCode = c.CheckOffset(t.Topic, p.Partition, md); rp.ErrorCode == 0 {
 				epoch := p.LeaderEpoch
 				if req.Version < 6 {
 					epoch = -1

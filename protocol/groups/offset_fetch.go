@@ -3,6 +3,7 @@ package groups
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -11,8 +12,9 @@ import (
 //
 // Version notes: v2 adds a request-level error code and null topics
 // meaning "every committed partition of the group"; v5 adds the leader
-// epoch; v7 adds RequireStable, trivially met here (no transactional
-// commits); v8 fetches several groups in one request.
+// epoch; v7 adds RequireStable: a partition an open transaction staged an
+// offset for answers UNSTABLE_OFFSET_COMMIT (Options.UnstableOffset), and
+// the client retries; v8 fetches several groups in one request.
 func (c *Coordinator) OffsetFetch(_ context.Context, req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchResponse {
 	resp := kmsg.NewPtrOffsetFetchResponse()
 	resp.Version = req.Version
@@ -39,6 +41,9 @@ func (c *Coordinator) OffsetFetch(_ context.Context, req *kmsg.OffsetFetchReques
 					sp.Offset = p.Offset
 					sp.LeaderEpoch = p.LeaderEpoch
 					sp.Metadata = kmsg.StringPtr(p.Metadata)
+					if req.RequireStable && c.unstable(rg.Group, t.topic, p.Partition) {
+						sp.Offset, sp.ErrorCode = -1, kerr.UnstableOffsetCommit.Code
+					}
 					st.Partitions = append(st.Partitions, sp)
 				}
 				sg.Topics = append(sg.Topics, st)
@@ -67,6 +72,9 @@ func (c *Coordinator) OffsetFetch(_ context.Context, req *kmsg.OffsetFetchReques
 			sp.Offset = p.Offset
 			sp.LeaderEpoch = p.LeaderEpoch
 			sp.Metadata = kmsg.StringPtr(p.Metadata)
+			if req.Version >= 7 && req.RequireStable && c.unstable(req.Group, t.topic, p.Partition) {
+				sp.Offset, sp.ErrorCode = -1, kerr.UnstableOffsetCommit.Code
+			}
 			if req.Version < 2 {
 				// v0-v1 have no request-level error: it goes on every
 				// partition.
@@ -123,4 +131,10 @@ func (c *Coordinator) fetchGroup(group string, want []wantTopic, all bool) (int1
 		out = append(out, ft)
 	}
 	return code, out
+}
+
+// unstable says whether an open transaction staged an offset for the
+// group's partition (Options.UnstableOffset).
+func (c *Coordinator) unstable(group, topic string, partition int32) bool {
+	return c.opts.UnstableOffset != nil && c.opts.UnstableOffset(group, topic, partition)
 }

@@ -1,0 +1,228 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// txnClient is a transactional franz-go producer of id, partitioning by
+// the record's Partition.
+func txnClient(t *testing.T, addr, id string, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.TransactionalID(id),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(2 * time.Millisecond)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+// produceTxn produces n records valued prefix-i over partitions in one
+// transaction of cl and ends it with commit (or abort); every produce is
+// acknowledged (staged) before the end.
+func produceTxn(ctx context.Context, t *testing.T, cl *kgo.Client, topic, prefix string, n, partitions int, commit bool) {
+	t.Helper()
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatalf("begin: %v", err)
+	}
+	recs := make([]*kgo.Record, n)
+	for i := range recs {
+		recs[i] = &kgo.Record{Topic: topic, Partition: int32(i % partitions), Key: []byte(fmt.Sprint(i)), Value: []byte(fmt.Sprintf("%s-%d", prefix, i))}
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatalf("produce %s: %v", prefix, err)
+	}
+	if err := cl.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+		t.Fatalf("end %s (commit %v): %v", prefix, commit, err)
+	}
+}
+
+// endOffsets is the topic's end offset per partition, as both isolation
+// levels list it.
+func endOffsets(ctx context.Context, t *testing.T, adm *kadm.Client, topic string) (uncommitted, committed map[int32]int64) {
+	t.Helper()
+	uncommitted, committed = map[int32]int64{}, map[int32]int64{}
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ends.Each(func(o kadm.ListedOffset) { uncommitted[o.Partition] = o.Offset })
+	stable, err := adm.ListCommittedOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stable.Each(func(o kadm.ListedOffset) { committed[o.Partition] = o.Offset })
+	return uncommitted, committed
+}
+
+// readValues reads every record of topic from the start, at the isolation
+// level given, until total records are read.
+func readValues(ctx context.Context, t *testing.T, addr, topic string, total int64, readCommitted bool) []*kgo.Record {
+	t.Helper()
+	opts := []kgo.Opt{kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())}
+	if readCommitted {
+		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var out []*kgo.Record
+	for int64(len(out)) < total {
+		fs := cl.PollFetches(ctx)
+		if err := fs.Err0(); err != nil {
+			t.Fatalf("consume %s after %d of %d records: %v", topic, len(out), total, err)
+		}
+		fs.EachRecord(func(r *kgo.Record) { out = append(out, r) })
+	}
+	return out
+}
+
+// A transactional producer's records are invisible until EndTxn commits
+// them, then all of them at once with dense offsets; an aborted
+// transaction leaves nothing, not even a gap in the offsets; both
+// isolation levels see the same committed records and the same end
+// offsets while a transaction is open.
+func TestTransactionsCommitAtomicallyAndAbortLeavesNothing(t *testing.T) {
+	dir := t.TempDir()
+	g := startGateway(t, dir, "", "--commit-interval", "20ms")
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	const topic, partitions = "orders", 2
+	adm := kadm.NewClient(mustClient(t, g.addr))
+	if resp, err := adm.CreateTopics(ctx, partitions, 1, nil, topic); err != nil || resp[topic].Err != nil {
+		t.Fatalf("create topic: %v %v", err, resp[topic].Err)
+	}
+	prod := txnClient(t, g.addr, "orders-writer")
+
+	// Open: 100 records staged, none visible at either isolation level.
+	if err := prod.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	var recs []*kgo.Record
+	for i := range 100 {
+		recs = append(recs, &kgo.Record{Topic: topic, Partition: int32(i % partitions), Value: []byte(fmt.Sprintf("a-%d", i))})
+	}
+	if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatalf("produce in a transaction: %v", err)
+	}
+	time.Sleep(200 * time.Millisecond) // ten commit intervals: nothing of it may land
+	hw, lso := endOffsets(ctx, t, adm, topic)
+	for p := range int32(partitions) {
+		if hw[p] != 0 || lso[p] != 0 {
+			t.Fatalf("partition %d with a transaction open: high watermark %d, last stable offset %d, want 0 and 0", p, hw[p], lso[p])
+		}
+	}
+	desc, err := adm.DescribeTransactions(ctx, "orders-writer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, ok := desc["orders-writer"]; !ok || d.State != "Ongoing" || len(d.Topics[topic]) != partitions {
+		t.Fatalf("DescribeTransactions while open: %+v, want Ongoing over %d partitions of %s", desc, partitions, topic)
+	}
+	if err := prod.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	// Visible at once when EndTxn answers, every partition dense from 0.
+	hw, lso = endOffsets(ctx, t, adm, topic)
+	if hw[0]+hw[1] != 100 || hw[0] != lso[0] || hw[1] != lso[1] {
+		t.Fatalf("after commit: high watermarks %v, last stable offsets %v, want 100 records in all, equal", hw, lso)
+	}
+
+	// Aborted: nothing, and the next commit continues the offsets densely.
+	produceTxn(ctx, t, prod, topic, "b", 50, partitions, false)
+	produceTxn(ctx, t, prod, topic, "c", 30, partitions, true)
+	for _, committed := range []bool{false, true} {
+		got := readValues(ctx, t, g.addr, topic, 130, committed)
+		next := map[int32]int64{}
+		counts := map[byte]int{}
+		for _, r := range got {
+			if r.Offset != next[r.Partition] {
+				t.Fatalf("read_committed=%v: partition %d offset %d, want %d (dense)", committed, r.Partition, r.Offset, next[r.Partition])
+			}
+			next[r.Partition]++
+			counts[r.Value[0]]++
+		}
+		if counts['a'] != 100 || counts['b'] != 0 || counts['c'] != 30 {
+			t.Fatalf("read_committed=%v: records by transaction %v, want a:100 b:0 c:30", committed, counts)
+		}
+	}
+	hw, _ = endOffsets(ctx, t, adm, topic)
+	if hw[0]+hw[1] != 130 {
+		t.Fatalf("end offsets %v after an aborted and a committed transaction, want 130 records", hw)
+	}
+	list, err := adm.ListTransactions(ctx, nil, []string{"CompleteCommit"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := list["orders-writer"]; !ok || len(list) != 1 {
+		t.Fatalf("ListTransactions CompleteCommit: %+v, want orders-writer alone", list)
+	}
+}
+
+// A second producer with the same transactional id fences the first: the
+// first's open transaction is aborted and it is told it was fenced; a
+// transaction left open past transaction.timeout.ms is aborted and its
+// producer fenced too.
+func TestTransactionsFenceAndTimeOut(t *testing.T) {
+	dir := t.TempDir()
+	g := startGateway(t, dir, "", "--commit-interval", "20ms")
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	const topic = "fenced"
+	adm := kadm.NewClient(mustClient(t, g.addr))
+	if resp, err := adm.CreateTopics(ctx, 1, 1, nil, topic); err != nil || resp[topic].Err != nil {
+		t.Fatalf("create topic: %v %v", err, resp[topic].Err)
+	}
+	old := txnClient(t, g.addr, "zombie")
+	if err := old.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := old.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("zombie-0")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	// The new producer's InitProducerId aborts the zombie's transaction.
+	fresh := txnClient(t, g.addr, "zombie")
+	produceTxn(ctx, t, fresh, topic, "fresh", 5, 1, true)
+	err := old.EndTransaction(ctx, kgo.TryCommit)
+	if !errors.Is(err, kerr.ProducerFenced) && !errors.Is(err, kerr.InvalidProducerEpoch) {
+		t.Fatalf("the fenced producer's commit: %v, want PRODUCER_FENCED", err)
+	}
+	got := readValues(ctx, t, g.addr, topic, 5, true)
+	for _, r := range got {
+		if string(r.Value[:5]) != "fresh" {
+			t.Fatalf("read %q: the fenced producer's record is visible", r.Value)
+		}
+	}
+
+	// Timed out: aborted by the coordinator, its producer fenced.
+	slow := txnClient(t, g.addr, "slowpoke", kgo.TransactionTimeout(time.Second))
+	if err := slow.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := slow.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("late-0")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second)
+	err = slow.EndTransaction(ctx, kgo.TryCommit)
+	if !errors.Is(err, kerr.ProducerFenced) && !errors.Is(err, kerr.InvalidProducerEpoch) {
+		t.Fatalf("commit after the timeout: %v, want PRODUCER_FENCED", err)
+	}
+	hw, _ := endOffsets(ctx, t, adm, topic)
+	if hw[0] != 5 {
+		t.Fatalf("end offset %d, want 5: a fenced or timed-out transaction's records are visible", hw[0])
+	}
+	if !strings.Contains(g.Logs(), "transaction timed out") {
+		t.Fatalf("no log line says the transaction timed out")
+	}
+}

@@ -1,0 +1,74 @@
+package protocol
+
+import (
+	"context"
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/lakegw/lakegw/produce"
+	"github.com/lakegw/lakegw/txn"
+)
+
+// txnCode maps what the transaction coordinator says to Kafka's error
+// code. fencedCode is PRODUCER_FENCED where the request's version knows
+// it, INVALID_PRODUCER_EPOCH before (as Kafka's brokers answer).
+func txnCode(err error, fencedCode *kerr.Error) *kerr.Error {
+	switch {
+	case errors.Is(err, txn.ErrProducerFenced):
+		return fencedCode
+	case errors.Is(err, txn.ErrInvalidProducerIDMapping):
+		return kerr.InvalidProducerIDMapping
+	case errors.Is(err, txn.ErrInvalidTxnState):
+		return kerr.InvalidTxnState
+	case errors.Is(err, txn.ErrConcurrentTransactions):
+		return kerr.ConcurrentTransactions
+	case errors.Is(err, txn.ErrInvalidTimeout):
+		return kerr.InvalidTransactionTimeout
+	case errors.Is(err, txn.ErrNotAttempted):
+		return kerr.OperationNotAttempted
+	case errors.Is(err, txn.ErrTransactionTooLarge):
+		return kerr.MessageTooLarge
+	case errors.Is(err, txn.ErrOutOfOrderSequence):
+		return kerr.OutOfOrderSequenceNumber
+	case errors.Is(err, txn.ErrDuplicateSequence):
+		return kerr.DuplicateSequenceNumber
+	case errors.Is(err, txn.ErrInvalidID):
+		return kerr.InvalidRequest
+	case errors.Is(err, txn.ErrUnknownTransactionalID):
+		return kerr.TransactionalIDNotFound
+	case errors.Is(err, txn.ErrStore), errors.Is(err, txn.ErrClosed), errors.Is(err, txn.ErrTooManyTransactionalIDs),
+		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		// Retriable: the client asks again.
+		return kerr.CoordinatorNotAvailable
+	case errors.Is(err, produce.ErrUnknownTopic), errors.Is(err, produce.ErrUnknownPartition), errors.Is(err, produce.ErrReadOnly),
+		errors.Is(err, produce.ErrInvalidRecord):
+		return produceCode(err)
+	}
+	return kerr.UnknownServerError
+}
+
+// fencedFrom is the fencing code of a coordinator API whose versions from
+// v know PRODUCER_FENCED.
+func fencedFrom(version, v int16) *kerr.Error {
+	if version >= v {
+		return kerr.ProducerFenced
+	}
+	return kerr.InvalidProducerEpoch
+}
+
+// transactionsOff answers every transactional request of a gateway that
+// takes no writes: Kafka clients treat it as fatal and say so.
+var transactionsOff = kerr.TransactionalIDAuthorizationFailed
+
+// isTxnError says whether err is the transaction coordinator's.
+func isTxnError(err error) bool {
+	for _, e := range []error{txn.ErrProducerFenced, txn.ErrInvalidProducerIDMapping, txn.ErrInvalidTxnState, txn.ErrConcurrentTransactions,
+		txn.ErrInvalidTimeout, txn.ErrNotAttempted, txn.ErrTransactionTooLarge, txn.ErrOutOfOrderSequence, txn.ErrDuplicateSequence,
+		txn.ErrInvalidID, txn.ErrUnknownTransactionalID, txn.ErrStore, txn.ErrClosed, txn.ErrTooManyTransactionalIDs} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}

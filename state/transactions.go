@@ -1,0 +1,157 @@
+package state
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+
+	"github.com/lakegw/lakegw/txn"
+)
+
+// Store keeps the transaction coordinator's state (txn.Store).
+var _ txn.Store = (*Store)(nil)
+
+// LoadTransactions returns every transactional id's record.
+func (s *Store) LoadTransactions(ctx context.Context) ([]txn.Record, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT txn_id, record FROM transactions`)
+	if err != nil {
+		return nil, fmt.Errorf("load transactions: %w", err)
+	}
+	defer rows.Close()
+	var out []txn.Record
+	for rows.Next() {
+		var id, v string
+		if err := rows.Scan(&id, &v); err != nil {
+			return nil, fmt.Errorf("read transaction: %w", err)
+		}
+		var r txn.Record
+		if err := json.Unmarshal([]byte(v), &r); err != nil {
+			return nil, fmt.Errorf("transactional id %q: damaged record: %w", id, err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("load transactions: %w", err)
+	}
+	return out, nil
+}
+
+// SaveTransaction writes rec, replacing the id's record.
+func (s *Store) SaveTransaction(ctx context.Context, rec txn.Record) error {
+	return s.inTx(ctx, func(tx *sql.Tx) error { return putTransaction(ctx, tx, rec) })
+}
+
+// StageBatch adds b to rec.ID's staged batches and writes rec, at once.
+func (s *Store) StageBatch(ctx context.Context, rec txn.Record, b txn.StagedBatch) error {
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO txn_batches(txn_id, n, topic, partition, first_seq, last_seq, batch) VALUES(?,?,?,?,?,?,?)`,
+			rec.ID, b.N, b.Topic, b.Partition, b.FirstSeq, b.LastSeq, b.Batch); err != nil {
+			return fmt.Errorf("stage a batch of %q: %w", rec.ID, err)
+		}
+		return putTransaction(ctx, tx, rec)
+	})
+}
+
+// StagedBatches returns id's staged batches of topic in staging order.
+func (s *Store) StagedBatches(ctx context.Context, id, topic string) ([]txn.StagedBatch, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT n, partition, first_seq, last_seq, batch FROM txn_batches WHERE txn_id = ? AND topic = ? ORDER BY n`, id, topic)
+	if err != nil {
+		return nil, fmt.Errorf("staged batches of %q: %w", id, err)
+	}
+	defer rows.Close()
+	var out []txn.StagedBatch
+	for rows.Next() {
+		b := txn.StagedBatch{Topic: topic}
+		if err := rows.Scan(&b.N, &b.Partition, &b.FirstSeq, &b.LastSeq, &b.Batch); err != nil {
+			return nil, fmt.Errorf("staged batch of %q: %w", id, err)
+		}
+		out = append(out, b)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("staged batches of %q: %w", id, err)
+	}
+	return out, nil
+}
+
+// StageOffsets adds or replaces staged offsets of rec.ID and writes rec,
+// at once.
+func (s *Store) StageOffsets(ctx context.Context, rec txn.Record, offs []txn.StagedOffset) error {
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		for _, o := range offs {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO txn_offsets(txn_id, group_id, topic, partition, offset, leader_epoch, metadata) VALUES(?,?,?,?,?,?,?)
+				ON CONFLICT(txn_id, group_id, topic, partition) DO UPDATE SET offset=excluded.offset, leader_epoch=excluded.leader_epoch, metadata=excluded.metadata`,
+				rec.ID, o.Group, o.Topic, o.Partition, o.Offset, o.LeaderEpoch, o.Metadata); err != nil {
+				return fmt.Errorf("stage offsets of %q: %w", rec.ID, err)
+			}
+		}
+		return putTransaction(ctx, tx, rec)
+	})
+}
+
+// StagedOffsets returns id's staged offsets.
+func (s *Store) StagedOffsets(ctx context.Context, id string) ([]txn.StagedOffset, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT group_id, topic, partition, offset, leader_epoch, metadata FROM txn_offsets WHERE txn_id = ?`, id)
+	if err != nil {
+		return nil, fmt.Errorf("staged offsets of %q: %w", id, err)
+	}
+	defer rows.Close()
+	var out []txn.StagedOffset
+	for rows.Next() {
+		var o txn.StagedOffset
+		if err := rows.Scan(&o.Group, &o.Topic, &o.Partition, &o.Offset, &o.LeaderEpoch, &o.Metadata); err != nil {
+			return nil, fmt.Errorf("staged offset of %q: %w", id, err)
+		}
+		out = append(out, o)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("staged offsets of %q: %w", id, err)
+	}
+	return out, nil
+}
+
+// ClearStaged removes rec.ID's staged batches and offsets and writes rec,
+// at once.
+func (s *Store) ClearStaged(ctx context.Context, rec txn.Record) error {
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		if err := clearStaged(ctx, tx, rec.ID); err != nil {
+			return err
+		}
+		return putTransaction(ctx, tx, rec)
+	})
+}
+
+// DeleteTransaction removes the id, its record and anything it staged.
+func (s *Store) DeleteTransaction(ctx context.Context, id string) error {
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		if err := clearStaged(ctx, tx, id); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM transactions WHERE txn_id = ?`, id); err != nil {
+			return fmt.Errorf("delete transactional id %q: %w", id, err)
+		}
+		return nil
+	})
+}
+
+func clearStaged(ctx context.Context, tx *sql.Tx, id string) error {
+	if _, err := tx.ExecContext(ctx, `DELETE FROM txn_batches WHERE txn_id = ?`, id); err != nil {
+		return fmt.Errorf("clear the staged batches of %q: %w", id, err)
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM txn_offsets WHERE txn_id = ?`, id); err != nil {
+		return fmt.Errorf("clear the staged offsets of %q: %w", id, err)
+	}
+	return nil
+}
+
+func putTransaction(ctx context.Context, tx *sql.Tx, rec txn.Record) error {
+	v, err := json.Marshal(rec)
+	if err != nil {
+		return fmt.Errorf("encode transaction %q: %w", rec.ID, err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO transactions(txn_id, record) VALUES(?,?) ON CONFLICT(txn_id) DO UPDATE SET record=excluded.record`,
+		rec.ID, string(v)); err != nil {
+		return fmt.Errorf("save transaction %q: %w", rec.ID, err)
+	}
+	return nil
+}

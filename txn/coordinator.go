@@ -1,0 +1,311 @@
+package txn
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// Tables commits staged records to the tables of produced topics
+// (protocol/ implements it through produce/).
+type Tables interface {
+	// CheckPartition says whether topic's partition takes records (nil),
+	// or why not, before a transaction adds it.
+	CheckPartition(ctx context.Context, topic string, partition int32) error
+	// Commit makes batches, all of topic and in staging order, visible
+	// in one Iceberg commit whose snapshot summary names marker, and
+	// returns once it has landed (or failed: then nothing of it is
+	// visible, or the commit is found by Committed).
+	Commit(ctx context.Context, topic, marker string, batches []StagedBatch) error
+	// Committed says whether topic's table holds the commit naming marker.
+	Committed(ctx context.Context, topic, marker string) (bool, error)
+}
+
+// Offsets commits consumer group offsets (the group coordinator).
+type Offsets interface {
+	// CommitOffsets commits offs, durably, as OffsetCommit would.
+	CommitOffsets(ctx context.Context, offs []StagedOffset) error
+}
+
+// Options bound and time the coordinator.
+type Options struct {
+	// MaxTimeout is the longest transaction.timeout.ms a producer may ask
+	// for (Kafka's transaction.max.timeout.ms; default 15 minutes).
+	MaxTimeout time.Duration
+	// MaxTransactionBytes bounds what one transaction stages (default
+	// 256 MiB): its commit holds all of it in memory at once.
+	MaxTransactionBytes int64
+	// MaxTransactionalIDs bounds the ids kept (default 100,000); an id
+	// idle past IDExpiration is forgotten first.
+	MaxTransactionalIDs int
+	// IDExpiration forgets a transactional id with no transaction open
+	// and no use for this long (Kafka's transactional.id.expiration.ms;
+	// default 7 days).
+	IDExpiration time.Duration
+	// RetryInterval is how often the coordinator looks for timed-out
+	// transactions and retries completions that failed (default 1 s).
+	RetryInterval time.Duration
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	Log zerolog.Logger
+}
+
+// Defaults for Options.
+const (
+	DefaultMaxTimeout          = 15 * time.Minute
+	DefaultMaxTransactionBytes = 256 << 20
+	DefaultMaxTransactionalIDs = 100_000
+	DefaultIDExpiration        = 7 * 24 * time.Hour
+	DefaultRetryInterval       = time.Second
+)
+
+// Coordinator coordinates every transactional id of this gateway. Its
+// goroutine (timeouts, completion retries, id expiry) runs from Open until
+// Close.
+type Coordinator struct {
+	store   Store
+	tables  Tables
+	offsets Offsets
+	opts    Options
+	log     zerolog.Logger
+
+	// ctx is the coordinator's: completions run under it, not under the
+	// request that asked for them, so that a client giving up cannot
+	// leave a table's commit half known.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu  sync.Mutex
+	ids map[string]*entry // bounded by MaxTransactionalIDs
+	// unstable counts, per group partition, the open transactions that
+	// staged an offset for it (OffsetFetch's RequireStable).
+	unstable map[offsetKey]int
+}
+
+type offsetKey struct {
+	group, topic string
+	partition    int32
+}
+
+// entry is one transactional id. mu serialises its requests; it is held
+// across store writes and across a completion's table commits.
+type entry struct {
+	mu  sync.Mutex
+	rec Record
+	// recent are the last batches staged per partition in this process,
+	// so that a retry is answered as the first attempt was.
+	recent map[TopicPartition][]seqRange
+	// offsets are the group partitions this transaction staged offsets
+	// for (mirrored in Coordinator.unstable).
+	offsets map[offsetKey]bool
+}
+
+type seqRange struct{ first, last int32 }
+
+// recentKept matches the five requests an idempotent producer keeps in
+// flight.
+const recentKept = 5
+
+// New returns a coordinator over store; Open loads it.
+func New(store Store, tables Tables, offsets Offsets, opts Options) *Coordinator {
+	if opts.MaxTimeout <= 0 {
+		opts.MaxTimeout = DefaultMaxTimeout
+	}
+	if opts.MaxTransactionBytes <= 0 {
+		opts.MaxTransactionBytes = DefaultMaxTransactionBytes
+	}
+	if opts.MaxTransactionalIDs <= 0 {
+		opts.MaxTransactionalIDs = DefaultMaxTransactionalIDs
+	}
+	if opts.IDExpiration <= 0 {
+		opts.IDExpiration = DefaultIDExpiration
+	}
+	if opts.RetryInterval <= 0 {
+		opts.RetryInterval = DefaultRetryInterval
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Coordinator{store: store, tables: tables, offsets: offsets, opts: opts, log: opts.Log,
+		ctx: ctx, cancel: cancel, ids: map[string]*entry{}, unstable: map[offsetKey]int{}}
+}
+
+// Open loads every transactional id from the store and starts the
+// coordinator's goroutine, which completes at once any transaction a
+// previous run decided to commit and did not finish.
+func (c *Coordinator) Open(ctx context.Context) error {
+	recs, err := c.store.LoadTransactions(ctx)
+	if err != nil {
+		return fmt.Errorf("load transactions: %w", err)
+	}
+	offs := map[string][]StagedOffset{}
+	for _, r := range recs {
+		if r.State == StateOngoing || r.State == StatePrepareCommit {
+			staged, err := c.store.StagedOffsets(ctx, r.ID)
+			if err != nil {
+				return fmt.Errorf("load transactions: %w", err)
+			}
+			offs[r.ID] = staged
+		}
+	}
+	c.mu.Lock()
+	for _, r := range recs {
+		e := &entry{rec: r, recent: map[TopicPartition][]seqRange{}, offsets: map[offsetKey]bool{}}
+		c.ids[r.ID] = e
+		for _, o := range offs[r.ID] {
+			c.markUnstableLocked(e, offsetKey{o.Group, o.Topic, o.Partition})
+		}
+	}
+	c.mu.Unlock()
+	open := 0
+	for _, r := range recs {
+		if r.State == StateOngoing || r.State == StatePrepareCommit {
+			open++
+		}
+	}
+	c.log.Info().Int("transactional_ids", len(recs)).Int("open", open).Msg("transaction coordinator loaded")
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		c.run()
+	}()
+	return nil
+}
+
+// Close stops the coordinator's goroutine and any completion under way
+// (a restart resumes it) and waits for the goroutine.
+func (c *Coordinator) Close() {
+	c.cancel()
+	c.wg.Wait()
+}
+
+// run applies timeouts, retries completions and forgets idle ids every
+// RetryInterval until Close.
+func (c *Coordinator) run() {
+	t := time.NewTicker(c.opts.RetryInterval)
+	defer t.Stop()
+	for {
+		c.sweep()
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// sweep is one pass of run: it skips an id whose requests hold it.
+func (c *Coordinator) sweep() {
+	now := c.opts.Now()
+	c.mu.Lock()
+	es := make([]*entry, 0, len(c.ids))
+	for _, e := range c.ids {
+		es = append(es, e)
+	}
+	c.mu.Unlock()
+	for _, e := range es {
+		if c.ctx.Err() != nil {
+			return
+		}
+		if !e.mu.TryLock() {
+			continue
+		}
+		var err error
+		switch r := e.rec; {
+		case r.State == StatePrepareCommit:
+			err = c.completeCommitLocked(e)
+		case r.State == StateOngoing && now.UnixMilli() > r.StartMs+int64(r.TimeoutMs):
+			c.log.Info().Str("transactional_id", r.ID).Int64("producer_id", r.ProducerID).Int16("epoch", r.Epoch).
+				Int32("timeout_ms", r.TimeoutMs).Msg("transaction timed out: aborting it and fencing its producer")
+			err = c.abortLocked(c.ctx, e, true)
+		case r.State != StateOngoing && now.Sub(time.UnixMilli(r.UpdateMs)) > c.opts.IDExpiration:
+			err = c.forgetLocked(c.ctx, e)
+		}
+		e.mu.Unlock()
+		if err != nil && c.ctx.Err() == nil {
+			c.log.Warn().Err(err).Str("transactional_id", e.rec.ID).Msg("transaction coordinator: retrying later")
+		}
+	}
+}
+
+// get returns the id's entry, or nil.
+func (c *Coordinator) get(id string) *entry {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ids[id]
+}
+
+// forgetLocked removes an idle id (Kafka's transactional id expiry).
+func (c *Coordinator) forgetLocked(ctx context.Context, e *entry) error {
+	if err := c.store.DeleteTransaction(ctx, e.rec.ID); err != nil {
+		return fmt.Errorf("%w: forget transactional id %q: %w", ErrStore, e.rec.ID, err)
+	}
+	c.mu.Lock()
+	if c.ids[e.rec.ID] == e {
+		delete(c.ids, e.rec.ID)
+	}
+	c.mu.Unlock()
+	c.log.Debug().Str("transactional_id", e.rec.ID).Msg("forgot an idle transactional id")
+	return nil
+}
+
+// markUnstableLocked records that e staged an offset for k; c.mu held.
+func (c *Coordinator) markUnstableLocked(e *entry, k offsetKey) {
+	if !e.offsets[k] {
+		e.offsets[k] = true
+		c.unstable[k]++
+	}
+}
+
+// clearUnstable forgets e's staged offsets (its transaction ended).
+func (c *Coordinator) clearUnstable(e *entry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k := range e.offsets {
+		if c.unstable[k]--; c.unstable[k] <= 0 {
+			delete(c.unstable, k)
+		}
+	}
+	clear(e.offsets)
+}
+
+// UnstableOffset says whether an open transaction staged an offset for the
+// group's partition: OffsetFetch with RequireStable answers
+// UNSTABLE_OFFSET_COMMIT until it ends (KIP-447).
+func (c *Coordinator) UnstableOffset(group, topic string, partition int32) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.unstable[offsetKey{group, topic, partition}] > 0
+}
+
+// newProducerID is a random 63-bit producer id: unique across restarts
+// and gateways without a shared counter, as produce/'s idempotent ids.
+func newProducerID() (int64, error) {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return 0, fmt.Errorf("producer id: %w", err)
+	}
+	return int64(binary.BigEndian.Uint64(b[:]) >> 1), nil
+}
+
+// topicsOf lists the topics of parts, sorted, once each.
+func topicsOf(parts []TopicPartition) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, p := range parts {
+		if !seen[p.Topic] {
+			seen[p.Topic] = true
+			out = append(out, p.Topic)
+		}
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,178 @@
+package txn
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+)
+
+// InitProducerID answers InitProducerId with a transactional id: the id's
+// producer id under the next epoch (a new id's: a new producer id, epoch
+// 0). Any transaction the id has open is aborted first and any decided
+// commit completed, so that the older producer is fenced and the new one
+// starts clean. pid and epoch, when not -1, are the asker's own (KIP-360:
+// a producer bumping its epoch after an abortable error); a producer that
+// a newer epoch fenced gets ErrProducerFenced.
+func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeoutMs int32, pid int64, epoch int16) (int64, int16, error) {
+	if id == "" || len(id) > MaxIDBytes {
+		return -1, -1, fmt.Errorf("%w: %d bytes, want 1 to %d", ErrInvalidID, len(id), MaxIDBytes)
+	}
+	if timeoutMs <= 0 || time.Duration(timeoutMs)*time.Millisecond > c.opts.MaxTimeout {
+		return -1, -1, fmt.Errorf("%w: transaction.timeout.ms=%d, this gateway allows 1 to %d (--transaction-max-timeout)",
+			ErrInvalidTimeout, timeoutMs, c.opts.MaxTimeout.Milliseconds())
+	}
+	e, created, err := c.getOrCreate(ctx, id, timeoutMs)
+	if err != nil || created {
+		if err != nil {
+			return -1, -1, err
+		}
+		return e.rec.ProducerID, e.rec.Epoch, nil
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	r := e.rec
+	if pid >= 0 {
+		switch {
+		case pid != r.ProducerID:
+			return -1, -1, fmt.Errorf("%w: %q holds producer id %d, not %d", ErrInvalidProducerIDMapping, id, r.ProducerID, pid)
+		case epoch != r.Epoch:
+			return -1, -1, fmt.Errorf("%w: %q is at epoch %d, the asker at %d", ErrProducerFenced, id, r.Epoch, epoch)
+		}
+	}
+	switch r.State {
+	case StatePrepareCommit:
+		if err := c.completeCommitLocked(e); err != nil {
+			return -1, -1, fmt.Errorf("%w: %w", ErrConcurrentTransactions, err)
+		}
+	case StateOngoing:
+		c.log.Info().Str("transactional_id", id).Int64("producer_id", r.ProducerID).Int16("epoch", r.Epoch).
+			Msg("a new producer of the transactional id aborts its open transaction")
+		if err := c.abortLocked(ctx, e, false); err != nil {
+			return -1, -1, err
+		}
+	}
+	next := e.rec
+	next.Epoch++
+	if e.rec.Epoch >= math.MaxInt16-1 {
+		// Epochs ran out: a new producer id, as Kafka gives.
+		npid, err := newProducerID()
+		if err != nil {
+			return -1, -1, err
+		}
+		next.ProducerID, next.Epoch = npid, 0
+	}
+	next.State, next.TimeoutMs, next.Sequences = StateEmpty, timeoutMs, nil
+	next.UpdateMs = c.opts.Now().UnixMilli()
+	if err := c.store.SaveTransaction(ctx, next); err != nil {
+		return -1, -1, fmt.Errorf("%w: %w", ErrStore, err)
+	}
+	e.rec = next
+	clear(e.recent)
+	return next.ProducerID, next.Epoch, nil
+}
+
+// MaxIDBytes bounds a transactional id, as a group id is bounded: what a
+// client sends, the coordinator keeps.
+const MaxIDBytes = 249
+
+// getOrCreate returns the id's entry, creating (and saving) it at epoch 0
+// when it is new.
+func (c *Coordinator) getOrCreate(ctx context.Context, id string, timeoutMs int32) (*entry, bool, error) {
+	if e := c.get(id); e != nil {
+		return e, false, nil
+	}
+	if err := c.makeRoom(ctx); err != nil {
+		return nil, false, err
+	}
+	pid, err := newProducerID()
+	if err != nil {
+		return nil, false, err
+	}
+	now := c.opts.Now().UnixMilli()
+	rec := Record{ID: id, ProducerID: pid, TimeoutMs: timeoutMs, State: StateEmpty, StartMs: -1, UpdateMs: now}
+	e := &entry{rec: rec, recent: map[TopicPartition][]seqRange{}, offsets: map[offsetKey]bool{}}
+	c.mu.Lock()
+	if old := c.ids[id]; old != nil {
+		// Created by a concurrent request meanwhile.
+		c.mu.Unlock()
+		return old, false, nil
+	}
+	c.ids[id] = e
+	e.mu.Lock()
+	c.mu.Unlock()
+	defer e.mu.Unlock()
+	if err := c.store.SaveTransaction(ctx, rec); err != nil {
+		c.mu.Lock()
+		delete(c.ids, id)
+		c.mu.Unlock()
+		return nil, false, fmt.Errorf("%w: %w", ErrStore, err)
+	}
+	c.log.Debug().Str("transactional_id", id).Int64("producer_id", pid).Msg("new transactional id")
+	return e, true, nil
+}
+
+// makeRoom forgets the longest idle id without an open transaction when
+// MaxTransactionalIDs are kept.
+func (c *Coordinator) makeRoom(ctx context.Context) error {
+	c.mu.Lock()
+	if len(c.ids) < c.opts.MaxTransactionalIDs {
+		c.mu.Unlock()
+		return nil
+	}
+	var oldest *entry
+	var at int64
+	for _, e := range c.ids {
+		if !e.mu.TryLock() {
+			continue
+		}
+		r := e.rec
+		e.mu.Unlock()
+		if r.State == StateOngoing || r.State == StatePrepareCommit {
+			continue
+		}
+		if oldest == nil || r.UpdateMs < at {
+			oldest, at = e, r.UpdateMs
+		}
+	}
+	c.mu.Unlock()
+	if oldest == nil {
+		return fmt.Errorf("%w: %d, every one with a transaction open", ErrTooManyTransactionalIDs, c.opts.MaxTransactionalIDs)
+	}
+	oldest.mu.Lock()
+	defer oldest.mu.Unlock()
+	if s := oldest.rec.State; s == StateOngoing || s == StatePrepareCommit {
+		return fmt.Errorf("%w: %d in use", ErrTooManyTransactionalIDs, c.opts.MaxTransactionalIDs)
+	}
+	return c.forgetLocked(ctx, oldest)
+}
+
+// lockProducer returns the id's entry, locked, when pid and epoch are its
+// current producer.
+func (c *Coordinator) lockProducer(id string, pid int64, epoch int16) (*entry, error) {
+	e := c.get(id)
+	if e == nil {
+		return nil, fmt.Errorf("%w: %q (InitProducerId first)", ErrInvalidProducerIDMapping, id)
+	}
+	e.mu.Lock()
+	if err := checkProducerLocked(e, pid, epoch); err != nil {
+		e.mu.Unlock()
+		return nil, err
+	}
+	return e, nil
+}
+
+// checkProducerLocked says whether pid and epoch are the id's current
+// producer; e.mu held.
+func checkProducerLocked(e *entry, pid int64, epoch int16) error {
+	r := &e.rec
+	switch {
+	case pid != r.ProducerID:
+		return fmt.Errorf("%w: transactional id %q holds producer id %d, not %d", ErrInvalidProducerIDMapping, r.ID, r.ProducerID, pid)
+	case epoch < r.Epoch:
+		return fmt.Errorf("%w: transactional id %q is at epoch %d, the producer at %d", ErrProducerFenced, r.ID, r.Epoch, epoch)
+	case epoch > r.Epoch:
+		return fmt.Errorf("%w: transactional id %q is at epoch %d, not %d", ErrInvalidProducerIDMapping, r.ID, r.Epoch, epoch)
+	}
+	return nil
+}
