@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -224,5 +225,173 @@ func TestTransactionsFenceAndTimeOut(t *testing.T) {
 	}
 	if !strings.Contains(g.Logs(), "transaction timed out") {
 		t.Fatalf("no log line says the transaction timed out")
+	}
+}
+
+// Consume-transform-produce with franz-go's GroupTransactSession, the
+// gateway killed with SIGKILL and restarted several times mid-stream:
+// every input record is in the output exactly once, and the group's
+// committed offsets end at the input's end (KIP-447 offsets committed in
+// the transactions).
+func TestGroupTransactSessionExactlyOnceAcrossKill9(t *testing.T) {
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	g := startGateway(t, dir, addr, "--commit-interval", "20ms")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	const in, out, partitions, n = "etl-in", "etl-out", 2, 3000
+	adm := kadm.NewClient(mustClient(t, addr))
+	for _, topic := range []string{in, out} {
+		if resp, err := adm.CreateTopics(ctx, partitions, 1, nil, topic); err != nil || resp[topic].Err != nil {
+			t.Fatalf("create %s: %v %v", topic, err, resp[topic].Err)
+		}
+	}
+	// Small batches, read one at a time: many short transactions, so
+	// that the kills land mid-stream.
+	src := mustClient(t, addr)
+	for round := range n / 100 {
+		var recs []*kgo.Record
+		for i := round * 100; i < (round+1)*100; i++ {
+			recs = append(recs, &kgo.Record{Topic: in, Key: []byte(fmt.Sprint(i)), Value: []byte(fmt.Sprintf("v-%d", i))})
+		}
+		if err := src.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			t.Fatalf("produce the input: %v", err)
+		}
+	}
+
+	runCtx, stop := context.WithCancel(ctx)
+	var aborted atomic.Int64
+	done := make(chan error, 1)
+	go func() {
+		done <- func() error {
+			sess, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(addr), kgo.TransactionalID("etl"), kgo.ConsumerGroup("etl-group"),
+				kgo.ConsumeTopics(in), kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.RequireStableFetchOffsets(),
+				kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DefaultProduceTopic(out),
+				kgo.FetchMaxBytes(1), kgo.FetchMaxPartitionBytes(1), kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond }))
+			if err != nil {
+				return err
+			}
+			defer sess.Close()
+			for runCtx.Err() == nil {
+				fs := sess.PollFetches(runCtx)
+				if fs.IsClientClosed() || runCtx.Err() != nil {
+					return nil
+				}
+				if err := sess.Begin(); err != nil {
+					return fmt.Errorf("begin: %w", err)
+				}
+				fs.EachRecord(func(r *kgo.Record) {
+					sess.Produce(runCtx, &kgo.Record{Key: r.Key, Value: append([]byte("x-"), r.Value...)}, nil)
+				})
+				// An error (the gateway died under the transaction) aborts
+				// it: the session consumes again from the committed offsets.
+				if committed, err := sess.End(runCtx, kgo.TryCommit); (err != nil || !committed) && runCtx.Err() == nil {
+					aborted.Add(1)
+					t.Logf("transaction not committed (%v); the session consumes again from the committed offsets", err)
+				}
+				time.Sleep(20 * time.Millisecond) // the transform's work
+			}
+			return nil
+		}()
+	}()
+
+	committedOffsets := func() int64 {
+		offs, err := adm.FetchOffsets(ctx, "etl-group")
+		if err != nil {
+			return -1
+		}
+		var sum int64
+		offs.Each(func(o kadm.OffsetResponse) { sum += o.At })
+		return sum
+	}
+	for kill := 0; kill < 3; kill++ {
+		time.Sleep(time.Duration(400+kill*150) * time.Millisecond)
+		if at := committedOffsets(); at >= n {
+			t.Fatalf("kill %d came after the stream ended (committed offsets %d): it tests nothing", kill, at)
+		}
+		g.kill9()
+		g = startGateway(t, dir, addr, "--commit-interval", "20ms")
+	}
+	for committedOffsets() != n {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the group never committed all %d input offsets; gateway logs:\n%s", n, tailLines(g.Logs(), 40))
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Fatalf("session: %v", err)
+	}
+	hw, _ := endOffsets(ctx, t, adm, out)
+	var total int64
+	for _, o := range hw {
+		total += o
+	}
+	if total != n {
+		t.Fatalf("output holds %d records, want %d (each input exactly once)", total, n)
+	}
+	t.Logf("%d transactions not committed over 3 kills", aborted.Load())
+	seen := map[string]int{}
+	for _, r := range readValues(ctx, t, addr, out, total, true) {
+		seen[string(r.Value)]++
+	}
+	for i := range n {
+		if v := fmt.Sprintf("x-v-%d", i); seen[v] != 1 {
+			t.Fatalf("output holds %q %d times, want once", v, seen[v])
+		}
+	}
+}
+
+// A transaction whose records were acknowledged (flushed: Flink's
+// pre-commit) survives a SIGKILL of the gateway and is committed after
+// the restart by the same producer, id and epoch; one whose producer
+// starts again instead (InitProducerId) is aborted, and none of its
+// records is ever visible.
+func TestFlushedTransactionCommitsAfterKill9(t *testing.T) {
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	g := startGateway(t, dir, addr, "--commit-interval", "20ms")
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	const topic, partitions = "crash-txn", 2
+	adm := kadm.NewClient(mustClient(t, addr))
+	if resp, err := adm.CreateTopics(ctx, partitions, 1, nil, topic); err != nil || resp[topic].Err != nil {
+		t.Fatalf("create topic: %v %v", err, resp[topic].Err)
+	}
+	prod := txnClient(t, addr, "survivor", kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond }))
+	lost := txnClient(t, addr, "lost")
+	for _, cl := range []*kgo.Client{prod, lost} {
+		if err := cl.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var recs, lostRecs []*kgo.Record
+	for i := range 40 {
+		recs = append(recs, &kgo.Record{Topic: topic, Partition: int32(i % partitions), Value: []byte(fmt.Sprintf("kept-%d", i))})
+		lostRecs = append(lostRecs, &kgo.Record{Topic: topic, Partition: int32(i % partitions), Value: []byte(fmt.Sprintf("lost-%d", i))})
+	}
+	if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := lost.ProduceSync(ctx, lostRecs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	g.kill9()
+	g = startGateway(t, dir, addr, "--commit-interval", "20ms")
+	if err := prod.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatalf("commit after the restart: %v; gateway logs:\n%s", err, tailLines(g.Logs(), 30))
+	}
+	// The lost producer's successor fences it: its transaction is aborted.
+	successor := txnClient(t, addr, "lost")
+	produceTxn(ctx, t, successor, topic, "next", 10, partitions, true)
+	hw, lso := endOffsets(ctx, t, adm, topic)
+	if hw[0]+hw[1] != 50 || hw[0] != lso[0] || hw[1] != lso[1] {
+		t.Fatalf("end offsets %v (stable %v), want 50 records: the survivor's 40 and the successor's 10", hw, lso)
+	}
+	for _, r := range readValues(ctx, t, addr, topic, 50, true) {
+		if strings.HasPrefix(string(r.Value), "lost-") {
+			t.Fatalf("record %q of the aborted transaction is visible", r.Value)
+		}
 	}
 }
