@@ -12,6 +12,8 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/lakegw/lakegw/lake"
 )
 
 // renamedTable is the table FlinkSchemaTest reads with a Flink table
@@ -106,7 +108,11 @@ func writeRenamedTable(t *testing.T, cat catalog.Catalog) {
 // table as iceberg-go's scanner reads them in the table's current schema,
 // each a map of column name to value.
 func scanCurrentSchema(ctx context.Context, cat catalog.Catalog, name string) ([]map[string]any, error) {
-	tbl, err := cat.LoadTable(ctx, identOf(name))
+	ident, err := lake.TopicIdent(name) // a table's name, or a topic lakegw created
+	if err != nil {
+		return nil, err
+	}
+	tbl, err := cat.LoadTable(ctx, ident)
 	if err != nil {
 		return nil, err
 	}

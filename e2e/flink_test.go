@@ -84,8 +84,8 @@ func TestFlink(t *testing.T) {
 	writeRenamedTable(t, cat)
 
 	proxy := startCountingProxy(t)
-	g := startGateway(t, dir, proxy.target, "--advertised-listener", proxy.addr)
-	ctl.gw = g
+	ctl.gw = startGateway(t, dir, proxy.target, "--advertised-listener", proxy.addr)
+	ctl.restart = func() *gateway { return startGateway(t, dir, proxy.target, "--advertised-listener", proxy.addr) }
 	ctlAddr := ctl.serve()
 
 	// Maven gets what is left of the test's deadline, less time to report.
@@ -140,10 +140,10 @@ func TestFlink(t *testing.T) {
 	err = cmd.Wait()
 	t.Logf("mvn test took %v; Kafka APIs the Java clients called (through the proxy): %s", time.Since(start).Round(time.Second), proxy.summary())
 	if mctx.Err() != nil {
-		t.Fatalf("mvn test did not finish within %v and was killed; gateway logs:\n%s", budget, tailLines(g.Logs(), 80))
+		t.Fatalf("mvn test did not finish within %v and was killed; gateway logs:\n%s", budget, tailLines(ctl.logs(), 80))
 	}
 	if err != nil {
-		t.Fatalf("mvn test failed: %v (its output is above; the last gateway logs follow)\n%s", err, tailLines(g.Logs(), 80))
+		t.Fatalf("mvn test failed: %v (its output is above; the last gateway logs follow)\n%s", err, tailLines(ctl.logs(), 80))
 	}
 }
 
@@ -177,12 +177,15 @@ var flinkTables = []*flinkTable{
 }
 
 type flinkControl struct {
-	t      *testing.T
-	cat    catalog.Catalog
-	gw     *gateway
-	mu     sync.Mutex // one commit at a time
-	tables map[string]*flinkTable
-	eqN    map[string]int
+	t   *testing.T
+	cat catalog.Catalog
+	gw  *gateway
+	// restart starts the gateway again on the same data directory and
+	// address (after /kill9).
+	restart func() *gateway
+	mu      sync.Mutex // one commit at a time
+	tables  map[string]*flinkTable
+	eqN     map[string]int
 }
 
 func newFlinkControl(t *testing.T, cat catalog.Catalog) *flinkControl {
@@ -411,12 +414,20 @@ func toCtlSnapshot(s *table.Snapshot) ctlSnapshot {
 	return ctlSnapshot{SnapshotID: s.SnapshotID, SequenceNumber: s.SequenceNumber, TimestampMs: s.TimestampMs}
 }
 
+// logs are the logs of the gateway running now.
+func (c *flinkControl) logs() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.gw.Logs()
+}
+
 // serve starts the control endpoint and returns its address.
 //
 //	GET  /rows?table=T            {"snapshot": {...}, "rows": [...]}: an iceberg-go scan of T's current snapshot
 //	GET  /snapshots?table=T       the main branch's history, oldest first
 //	POST /step?table=T[&eq=1]     commit a demo (or equality-delete) snapshot; answers the snapshot
 //	POST /rollback?table=T&to=ID  roll T's main branch back to snapshot ID
+//	POST /kill9[?down_ms=N]       kill the gateway with SIGKILL and start it again on the same data (N ms later)
 //	GET  /apis                    {"OffsetForLeaderEpoch v4": n, ...}: requests the Java clients sent
 func (c *flinkControl) serve() string {
 	mux := http.NewServeMux()
@@ -427,7 +438,7 @@ func (c *flinkControl) serve() string {
 				q[k] = v[0]
 			}
 			ft := c.tables[q["table"]]
-			if ft == nil && path != "/apis" && path != "/scan" {
+			if ft == nil && path != "/apis" && path != "/scan" && path != "/kill9" {
 				http.Error(w, "unknown table "+q["table"], http.StatusNotFound)
 				return
 			}
@@ -504,6 +515,15 @@ func (c *flinkControl) serve() string {
 			return nil, err
 		}
 		return toCtlSnapshot(next.CurrentSnapshot()), nil
+	})
+	handle("/kill9", func(_ context.Context, _ *flinkTable, q map[string]string) (any, error) {
+		down, _ := strconv.Atoi(q["down_ms"])
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.gw.kill9()
+		time.Sleep(time.Duration(down) * time.Millisecond)
+		c.gw = c.restart()
+		return map[string]any{"restarted": true}, nil
 	})
 	handle("/apis", func(context.Context, *flinkTable, map[string]string) (any, error) {
 		return proxyCounts.snapshot(), nil

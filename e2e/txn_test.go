@@ -265,7 +265,7 @@ func TestGroupTransactSessionExactlyOnceAcrossKill9(t *testing.T) {
 	go func() {
 		done <- func() error {
 			sess, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(addr), kgo.TransactionalID("etl"), kgo.ConsumerGroup("etl-group"),
-				kgo.ConsumeTopics(in), kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.RequireStableFetchOffsets(),
+				kgo.ConsumeTopics(in), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 				kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DefaultProduceTopic(out),
 				kgo.FetchMaxBytes(1), kgo.FetchMaxPartitionBytes(1), kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond }))
 			if err != nil {

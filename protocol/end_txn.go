@@ -28,7 +28,8 @@ func handleEndTxn(ctx context.Context, c *conn, req *kmsg.EndTxnRequest) (kmsg.R
 	if err := c.s.txn.EndTxn(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit); err != nil {
 		resp.ErrorCode = txnCode(err, fencedFrom(req.Version, 2)).Code
 		if errors.Is(err, txn.ErrConcurrentTransactions) {
-			c.s.log.Warn().Err(err).Str("transactional_id", req.TransactionalID).Msg("a transaction's commit is decided but not complete; it completes on its producer's retry or by itself")
+			// The producer retries; the coordinator's own retries warn.
+			c.s.log.Debug().Err(err).Str("transactional_id", req.TransactionalID).Msg("a transaction's commit is decided but not complete; it completes on its producer's retry or by itself")
 		}
 	}
 	return resp, nil

@@ -33,7 +33,7 @@ func txnCode(err error, fencedCode *kerr.Error) *kerr.Error {
 		return kerr.OutOfOrderSequenceNumber
 	case errors.Is(err, txn.ErrDuplicateSequence):
 		return kerr.DuplicateSequenceNumber
-	case errors.Is(err, txn.ErrInvalidID):
+	case errors.Is(err, txn.ErrInvalidID), errors.Is(err, txn.ErrTooManyGroups):
 		return kerr.InvalidRequest
 	case errors.Is(err, txn.ErrUnknownTransactionalID):
 		return kerr.TransactionalIDNotFound
@@ -65,7 +65,7 @@ var transactionsOff = kerr.TransactionalIDAuthorizationFailed
 func isTxnError(err error) bool {
 	for _, e := range []error{txn.ErrProducerFenced, txn.ErrInvalidProducerIDMapping, txn.ErrInvalidTxnState, txn.ErrConcurrentTransactions,
 		txn.ErrInvalidTimeout, txn.ErrNotAttempted, txn.ErrTransactionTooLarge, txn.ErrOutOfOrderSequence, txn.ErrDuplicateSequence,
-		txn.ErrInvalidID, txn.ErrUnknownTransactionalID, txn.ErrStore, txn.ErrClosed, txn.ErrTooManyTransactionalIDs} {
+		txn.ErrInvalidID, txn.ErrTooManyGroups, txn.ErrTopicGone, txn.ErrUnknownTransactionalID, txn.ErrStore, txn.ErrClosed, txn.ErrTooManyTransactionalIDs} {
 		if errors.Is(err, e) {
 			return true
 		}

@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/lakegw/lakegw/produce"
@@ -20,6 +21,14 @@ func (t txnTables) CheckPartition(ctx context.Context, topic string, partition i
 	return t.p.CheckPartition(ctx, topic, partition)
 }
 
+// gone maps a topic that no longer exists to txn.ErrTopicGone.
+func gone(err error) error {
+	if errors.Is(err, produce.ErrUnknownTopic) {
+		return fmt.Errorf("%w: %w", txn.ErrTopicGone, err)
+	}
+	return err
+}
+
 func (t txnTables) Commit(ctx context.Context, topic, marker string, staged []txn.StagedBatch) error {
 	batches := make([]produce.Batch, 0, len(staged))
 	for _, s := range staged {
@@ -30,11 +39,12 @@ func (t txnTables) Commit(ctx context.Context, topic, marker string, staged []tx
 		}
 		batches = append(batches, b)
 	}
-	return t.p.CommitTransaction(ctx, topic, marker, batches)
+	return gone(t.p.CommitTransaction(ctx, topic, marker, batches))
 }
 
 func (t txnTables) Committed(ctx context.Context, topic, marker string) (bool, error) {
-	return t.p.TransactionCommitted(ctx, topic, marker)
+	ok, err := t.p.TransactionCommitted(ctx, topic, marker)
+	return ok, gone(err)
 }
 
 // TxnOffsets is how the transaction coordinator commits the group offsets

@@ -26,12 +26,13 @@ func (c *Coordinator) AddPartitions(ctx context.Context, id string, pid int64, e
 		}
 		return errs, nil
 	}
-	err = c.update(ctx, id, pid, epoch, func(r *Record) {
+	err = c.update(ctx, id, pid, epoch, func(r *Record) error {
 		for _, p := range parts {
 			if !slices.Contains(r.Partitions, p) {
 				r.Partitions = append(r.Partitions, p)
 			}
 		}
+		return nil
 	})
 	return errs, err
 }
@@ -43,16 +44,25 @@ var ErrNotAttempted = fmt.Errorf("not attempted: another partition of the reques
 // AddOffsets adds a consumer group to the producer's transaction (its
 // offsets commit with it), beginning one when none is open.
 func (c *Coordinator) AddOffsets(ctx context.Context, id string, pid int64, epoch int16, group string) error {
-	return c.update(ctx, id, pid, epoch, func(r *Record) {
-		if !slices.Contains(r.Groups, group) {
-			r.Groups = append(r.Groups, group)
+	return c.update(ctx, id, pid, epoch, func(r *Record) error {
+		if slices.Contains(r.Groups, group) {
+			return nil
 		}
+		if len(r.Groups) >= MaxGroupsPerTransaction {
+			return fmt.Errorf("%w: %q adds group %q to %d others, at most %d", ErrTooManyGroups, id, group, len(r.Groups), MaxGroupsPerTransaction)
+		}
+		r.Groups = append(r.Groups, group)
+		return nil
 	})
 }
 
+// MaxGroupsPerTransaction bounds the consumer groups one transaction
+// commits offsets for (a consume-transform-produce job has one).
+const MaxGroupsPerTransaction = 100
+
 // update applies add to the id's open transaction, beginning it when the
 // id has none, and saves the record.
-func (c *Coordinator) update(ctx context.Context, id string, pid int64, epoch int16, add func(*Record)) error {
+func (c *Coordinator) update(ctx context.Context, id string, pid int64, epoch int16, add func(*Record) error) error {
 	e, err := c.lockProducer(id, pid, epoch)
 	if err != nil {
 		return err
@@ -71,7 +81,9 @@ func (c *Coordinator) update(ctx context.Context, id string, pid int64, epoch in
 		next.Partitions, next.Groups, next.Committed = nil, nil, nil
 		next.StagedBytes, next.Batches = 0, 0
 	}
-	add(&next)
+	if err := add(&next); err != nil {
+		return err
+	}
 	next.UpdateMs = now
 	if err := c.store.SaveTransaction(ctx, next); err != nil {
 		return fmt.Errorf("%w: %w", ErrStore, err)

@@ -36,7 +36,7 @@ type Offsets interface {
 // Options bound and time the coordinator.
 type Options struct {
 	// MaxTimeout is the longest transaction.timeout.ms a producer may ask
-	// for (Kafka's transaction.max.timeout.ms; default 15 minutes).
+	// for (Kafka's transaction.max.timeout.ms; default an hour).
 	MaxTimeout time.Duration
 	// MaxTransactionBytes bounds what one transaction stages (default
 	// 256 MiB): its commit holds all of it in memory at once.
@@ -58,7 +58,10 @@ type Options struct {
 
 // Defaults for Options.
 const (
-	DefaultMaxTimeout          = 15 * time.Minute
+	// DefaultMaxTimeout is Flink's KafkaSink default transaction timeout,
+	// so that an exactly-once Flink job runs against lakegw as configured
+	// out of the box (Kafka's own default, 15 minutes, refuses it).
+	DefaultMaxTimeout          = time.Hour
 	DefaultMaxTransactionBytes = 256 << 20
 	DefaultMaxTransactionalIDs = 100_000
 	DefaultIDExpiration        = 7 * 24 * time.Hour
@@ -105,7 +108,14 @@ type entry struct {
 	// offsets are the group partitions this transaction staged offsets
 	// for (mirrored in Coordinator.unstable).
 	offsets map[offsetKey]bool
+	// retryAt and retryDelay pace the sweep's retries of a completion
+	// that keeps failing (a catalog down): it backs off to maxRetryDelay.
+	retryAt    time.Time
+	retryDelay time.Duration
 }
+
+// maxRetryDelay bounds the back-off of a completion that keeps failing.
+const maxRetryDelay = time.Minute
 
 type seqRange struct{ first, last int32 }
 
@@ -205,12 +215,7 @@ func (c *Coordinator) run() {
 // sweep is one pass of run: it skips an id whose requests hold it.
 func (c *Coordinator) sweep() {
 	now := c.opts.Now()
-	c.mu.Lock()
-	es := make([]*entry, 0, len(c.ids))
-	for _, e := range c.ids {
-		es = append(es, e)
-	}
-	c.mu.Unlock()
+	es := c.entries()
 	for _, e := range es {
 		if c.ctx.Err() != nil {
 			return
@@ -220,8 +225,12 @@ func (c *Coordinator) sweep() {
 		}
 		var err error
 		switch r := e.rec; {
+		case r.State == StatePrepareCommit && now.Before(e.retryAt):
 		case r.State == StatePrepareCommit:
-			err = c.completeCommitLocked(e)
+			if err = c.completeCommitLocked(e); err != nil {
+				e.retryDelay = min(max(2*e.retryDelay, c.opts.RetryInterval), maxRetryDelay)
+				e.retryAt = now.Add(e.retryDelay)
+			}
 		case r.State == StateOngoing && now.UnixMilli() > r.StartMs+int64(r.TimeoutMs):
 			c.log.Info().Str("transactional_id", r.ID).Int64("producer_id", r.ProducerID).Int16("epoch", r.Epoch).
 				Int32("timeout_ms", r.TimeoutMs).Msg("transaction timed out: aborting it and fencing its producer")
@@ -229,11 +238,23 @@ func (c *Coordinator) sweep() {
 		case r.State != StateOngoing && now.Sub(time.UnixMilli(r.UpdateMs)) > c.opts.IDExpiration:
 			err = c.forgetLocked(c.ctx, e)
 		}
+		id := e.rec.ID
 		e.mu.Unlock()
 		if err != nil && c.ctx.Err() == nil {
-			c.log.Warn().Err(err).Str("transactional_id", e.rec.ID).Msg("transaction coordinator: retrying later")
+			c.log.Warn().Err(err).Str("transactional_id", id).Msg("transaction coordinator: retrying later")
 		}
 	}
+}
+
+// entries lists every id's entry, for a pass over them without c.mu.
+func (c *Coordinator) entries() []*entry {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	es := make([]*entry, 0, len(c.ids))
+	for _, e := range c.ids {
+		es = append(es, e)
+	}
+	return es
 }
 
 // get returns the id's entry, or nil.

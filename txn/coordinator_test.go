@@ -57,6 +57,17 @@ func (l *lake) Committed(_ context.Context, topic, marker string) (bool, error) 
 	return ok, nil
 }
 
+// failing has commits to topic fail with err (nil: succeed again).
+func (l *lake) failing(topic string, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err == nil {
+		delete(l.fail, topic)
+		return
+	}
+	l.fail[topic] = err
+}
+
 // records counts the committed batches of topic.
 func (l *lake) records(topic string) (n int) {
 	l.mu.Lock()
@@ -184,13 +195,15 @@ func TestStagedTransactionSurvivesRestart(t *testing.T) {
 	if n := f.lake.records("a"); n != 6 {
 		t.Fatalf("%d batches committed, want the 6 staged", n)
 	}
+	f.lake.mu.Lock()
 	for _, bs := range f.lake.commits["a"] {
 		for i := 1; i < len(bs); i++ {
 			if bs[i].N <= bs[i-1].N {
-				t.Fatalf("batches committed out of staging order: %d after %d", bs[i].N, bs[i-1].N)
+				t.Errorf("batches committed out of staging order: %d after %d", bs[i].N, bs[i-1].N)
 			}
 		}
 	}
+	f.lake.mu.Unlock()
 	if err := f.c.EndTxn(ctx, "flink-0", pid, epoch, true); err != nil {
 		t.Fatalf("a retried commit: %v, want success", err)
 	}
@@ -221,7 +234,7 @@ func TestDecidedCommitCompletesAcrossFailureAndRestart(t *testing.T) {
 	if !f.c.UnstableOffset("readers", "in", 0) {
 		t.Fatal("a staged offset is not reported unstable")
 	}
-	f.lake.fail["b"] = errors.New("catalog down")
+	f.lake.failing("b", errors.New("catalog down"))
 	if err := f.c.EndTxn(ctx, "etl", pid, epoch, true); !errors.Is(err, txn.ErrConcurrentTransactions) {
 		t.Fatalf("commit with table b failing: %v, want ErrConcurrentTransactions", err)
 	}
@@ -235,7 +248,7 @@ func TestDecidedCommitCompletesAcrossFailureAndRestart(t *testing.T) {
 	if !f.c.UnstableOffset("readers", "in", 0) {
 		t.Fatal("after the restart the staged offset is not reported unstable")
 	}
-	delete(f.lake.fail, "b")
+	f.lake.failing("b", nil)
 	if err := f.c.EndTxn(ctx, "etl", pid, epoch, true); err != nil {
 		t.Fatalf("the producer's retried commit: %v", err)
 	}
@@ -304,7 +317,7 @@ func TestTimeoutAndFencing(t *testing.T) {
 	if f.lake.records("a") != 0 {
 		t.Fatalf("%d batches committed from aborted transactions", f.lake.records("a"))
 	}
-	if _, _, err := f.c.InitProducerID(ctx, "x", int32(time.Hour/time.Millisecond), -1, -1); !errors.Is(err, txn.ErrInvalidTimeout) {
+	if _, _, err := f.c.InitProducerID(ctx, "x", int32(2*time.Hour/time.Millisecond), -1, -1); !errors.Is(err, txn.ErrInvalidTimeout) {
 		t.Fatalf("a timeout above the maximum: %v, want ErrInvalidTimeout", err)
 	}
 }
@@ -324,5 +337,35 @@ func TestUnaddedAndUnknownPartitionsAreRefused(t *testing.T) {
 	}
 	if verr := f.c.Verify("p", pid, epoch, []txn.TopicPartition{{Topic: "a", Partition: 1}}); verr[0] == nil {
 		t.Fatal("a partition of a refused add was added")
+	}
+}
+
+// A transaction whose topic was deleted before its commit completes with
+// the other topics' records, and says so; a transaction adding more than
+// MaxGroupsPerTransaction groups is refused.
+func TestDeletedTopicAndTooManyGroups(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	pid, epoch := f.begin("gone", txn.TopicPartition{Topic: "a", Partition: 0}, txn.TopicPartition{Topic: "deleted", Partition: 0})
+	for _, topic := range []string{"a", "deleted"} {
+		if _, err := f.c.Stage(ctx, "gone", pid, epoch, batch(topic, 0, 0, 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.lake.failing("deleted", fmt.Errorf("%w: deleted", txn.ErrTopicGone))
+	if err := f.c.EndTxn(ctx, "gone", pid, epoch, true); err != nil {
+		t.Fatalf("commit with a deleted topic: %v, want the rest committed", err)
+	}
+	if f.lake.records("a") != 1 {
+		t.Fatalf("a holds %d batches, want 1", f.lake.records("a"))
+	}
+	for i := range txn.MaxGroupsPerTransaction + 1 {
+		err := f.c.AddOffsets(ctx, "gone", pid, epoch, fmt.Sprint("g", i))
+		if i < txn.MaxGroupsPerTransaction && err != nil {
+			t.Fatalf("group %d: %v", i, err)
+		}
+		if i == txn.MaxGroupsPerTransaction && !errors.Is(err, txn.ErrTooManyGroups) {
+			t.Fatalf("group %d: %v, want ErrTooManyGroups", i, err)
+		}
 	}
 }

@@ -31,12 +31,7 @@ type Filter struct {
 // List returns the records Filter selects, sorted by id, for
 // ListTransactions (an id being completed is reported once it is).
 func (c *Coordinator) List(f Filter) []Record {
-	c.mu.Lock()
-	es := make([]*entry, 0, len(c.ids))
-	for _, e := range c.ids {
-		es = append(es, e)
-	}
-	c.mu.Unlock()
+	es := c.entries()
 	now := c.opts.Now().UnixMilli()
 	var out []Record
 	for _, e := range es {
@@ -55,5 +50,39 @@ func (c *Coordinator) List(f Filter) []Record {
 		out = append(out, r)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// Producer is a transactional producer that wrote a partition under its
+// current epoch, for DescribeProducers.
+type Producer struct {
+	ProducerID   int64
+	Epoch        int16
+	LastSequence int32
+	LastMs       int64
+	// Open says a transaction of it holds staged records of the
+	// partition.
+	Open bool
+}
+
+// Producers lists the transactional producers that wrote topic's
+// partition under their current epoch (Flink's POOLING naming strategy
+// finds the transactions to abort on a topic through them).
+func (c *Coordinator) Producers(topic string, partition int32) []Producer {
+	tp := TopicPartition{topic, partition}
+	var out []Producer
+	es := c.entries()
+	for _, e := range es {
+		e.mu.Lock()
+		r := e.rec
+		e.mu.Unlock()
+		i := slices.IndexFunc(r.Sequences, func(s PartitionSequence) bool { return s.TopicPartition == tp })
+		if i < 0 {
+			continue
+		}
+		open := (r.State == StateOngoing || r.State == StatePrepareCommit) && slices.Contains(r.Partitions, tp)
+		out = append(out, Producer{ProducerID: r.ProducerID, Epoch: r.Epoch, LastSequence: r.Sequences[i].Last, LastMs: r.UpdateMs, Open: open})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ProducerID < out[j].ProducerID })
 	return out
 }

@@ -2,6 +2,7 @@ package txn
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -61,20 +62,14 @@ func (c *Coordinator) completeCommitLocked(e *entry) error {
 		if slices.Contains(r.Committed, topic) {
 			continue
 		}
-		landed, err := c.tables.Committed(ctx, topic, marker)
-		if err != nil {
-			return fmt.Errorf("is transaction %s in %s: %w", marker, topic, err)
-		}
-		if !landed {
-			batches, err := c.store.StagedBatches(ctx, r.ID, topic)
-			if err != nil {
-				return fmt.Errorf("%w: staged records of %s: %w", ErrStore, topic, err)
-			}
-			if len(batches) > 0 {
-				if err := c.tables.Commit(ctx, topic, marker, batches); err != nil {
-					return fmt.Errorf("commit transaction %s to %s: %w", marker, topic, err)
-				}
-			}
+		err := c.commitTopic(ctx, r.ID, topic, marker)
+		if errors.Is(err, ErrTopicGone) {
+			// Nothing can hold these records any more; the rest of the
+			// transaction still commits.
+			c.log.Warn().Err(err).Str("transactional_id", r.ID).Str("topic", topic).
+				Msg("a committed transaction's topic was deleted before its records were written; they are dropped")
+		} else if err != nil {
+			return err
 		}
 		next := e.rec
 		next.Committed = append(slices.Clone(next.Committed), topic)
@@ -99,6 +94,29 @@ func (c *Coordinator) completeCommitLocked(e *entry) error {
 	}
 	c.log.Debug().Str("transactional_id", r.ID).Str("transaction", marker).Int("partitions", len(r.Partitions)).
 		Int64("bytes", r.StagedBytes).Dur("took", time.Since(start)).Msg("transaction committed")
+	return nil
+}
+
+// commitTopic commits the transaction's staged records of topic, unless
+// the table holds them already.
+func (c *Coordinator) commitTopic(ctx context.Context, id, topic, marker string) error {
+	landed, err := c.tables.Committed(ctx, topic, marker)
+	if err != nil {
+		return fmt.Errorf("is transaction %s in %s: %w", marker, topic, err)
+	}
+	if landed {
+		return nil
+	}
+	batches, err := c.store.StagedBatches(ctx, id, topic)
+	if err != nil {
+		return fmt.Errorf("%w: staged records of %s: %w", ErrStore, topic, err)
+	}
+	if len(batches) == 0 {
+		return nil
+	}
+	if err := c.tables.Commit(ctx, topic, marker, batches); err != nil {
+		return fmt.Errorf("commit transaction %s to %s: %w", marker, topic, err)
+	}
 	return nil
 }
 

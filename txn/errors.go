@@ -36,6 +36,12 @@ var (
 	// that does not follow the partition's previous one.
 	ErrOutOfOrderSequence = errors.New("out of order sequence number")
 	ErrDuplicateSequence  = errors.New("duplicate sequence number")
+	// ErrTopicGone: Tables says a transaction's topic no longer exists
+	// (deleted while its commit was due): that part of it is dropped.
+	ErrTopicGone = errors.New("topic no longer exists")
+	// ErrTooManyGroups: a transaction adding more than
+	// MaxGroupsPerTransaction consumer groups.
+	ErrTooManyGroups = errors.New("too many consumer groups in one transaction")
 	// ErrStore: the state store failed; nothing changed and a retry is
 	// safe.
 	ErrStore = errors.New("transaction state store failed")

@@ -94,7 +94,7 @@ func cmdServe(ctx context.Context, args []string, demo bool) (err error) {
 	maintainEvery := fs.Duration("maintain-interval", time.Minute, "how often served tables lakegw maintains (LSM tables, lakegw.maintenance.enabled=true) get a maintenance pass (0: never)")
 	allowDelete := fs.Bool("allow-delete-topics", false, "let DeleteTopics drop the tables of raw and table topics (those lakegw writes); other tables are never dropped")
 	commitInterval := fs.Duration("commit-interval", produce.DefaultCommitInterval, "produced records: the least time between two commits of a table, so that concurrent producers share one Iceberg commit (a produce is acknowledged once its commit succeeds)")
-	txnMaxTimeout := fs.Duration("transaction-max-timeout", txn.DefaultMaxTimeout, "the longest transaction.timeout.ms a transactional producer may ask for (Kafka's transaction.max.timeout.ms); a transaction open longer is aborted")
+	txnMaxTimeout := fs.Duration("transaction-max-timeout", txn.DefaultMaxTimeout, "the longest transaction.timeout.ms a transactional producer may ask for (Kafka's transaction.max.timeout.ms; an hour, Flink's KafkaSink default); a transaction open longer is aborted")
 	txnMaxBytes := fs.Int64("transaction-max-bytes", txn.DefaultMaxTransactionBytes, "the most one transaction may stage before it commits (its commit holds all of it in memory)")
 	debugListen := fs.String("debug-listen", "", "host:port serving Go profiles at /debug/pprof/ (default: off; a non-loopback address needs --debug-listen-public)")
 	debugPublic := fs.Bool("debug-listen-public", false, "allow --debug-listen on an address other hosts can reach (profiles expose the process's internals)")

@@ -230,7 +230,7 @@ func run(ctx context.Context, c config) (err error) {
 	}
 	logf("wrote %s: %d change records in %d snapshots, %d data files, in %v", mainTopic, total, gen.Snapshots, len(gen.DataFiles), wrote.Round(time.Millisecond))
 
-	r := &results{cfg: c, total: total, snapshots: gen.Snapshots, produce: map[string][]row{}}
+	r := &results{cfg: c, total: total, snapshots: gen.Snapshots, produce: map[string][]row{}, txnProduce: map[string][]txnRow{}}
 	if lt := tabs.lsm; lt != nil {
 		logf("wrote %s: %d change records in %d commits, %d compactions, in %v", lsmTopic, lt.Changes, lt.Commits, lt.Compactions, lt.Elapsed.Round(time.Millisecond))
 		r.lsmCommits, r.lsmCompactions = lt.Commits, lt.Compactions
@@ -355,6 +355,9 @@ func run(ctx context.Context, c config) (err error) {
 
 	if c.produceRecords > 0 {
 		if err := producePasses(ctx, c, r, kafka, g, dataDir); err != nil {
+			return err
+		}
+		if err := txnProducePasses(ctx, c, r, kafka, g); err != nil {
 			return err
 		}
 	}

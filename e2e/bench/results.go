@@ -61,7 +61,9 @@ type results struct {
 	// produce holds the produce passes by server ("kafka", "lakegw");
 	// produceFiles and produceFileBytes the data files of lakegw's first
 	// produce pass; produceFresh lakegw's produce-to-consume.
-	produce          map[string][]row
+	produce map[string][]row
+	// txnProduce holds the transactional produce passes by server.
+	txnProduce       map[string][]txnRow
 	produceFiles     int
 	produceFileBytes int64
 	produceFresh     latencies
@@ -255,6 +257,27 @@ func (r *results) write(stdout io.Writer) error {
 			r.produceFiles, float64(r.produceFileBytes)/1e6, producedMB, ms(percentile(r.produceFresh.EndToEnd, .5)), ms(percentile(r.produceFresh.EndToEnd, .99)))
 	}
 
+	tk, tl := r.txnProduceMedian("kafka"), r.txnProduceMedian("lakegw")
+	txnProducing := len(r.txnProduce["kafka"]) > 0 && len(r.txnProduce["lakegw"]) > 0
+	if txnProducing {
+		fmt.Fprintf(&md, "\n### Transactional produce: the same %d records in transactions of %d, committed one after another\n\n", r.cfg.produceRecords, txnRecords)
+		fmt.Fprintf(&md, "Same franz-go transactional producer for both (acks=all, uncompressed, 5 ms linger), as an exactly-once Flink sink commits a "+
+			"transaction per checkpoint; lakegw stages each transaction's records in its state store and makes them visible in one Iceberg commit "+
+			"when EndTxn commits, and answers EndTxn once they are. Commit latency is EndTxn's. Medians of %d passes.\n\n", r.cfg.reps)
+		fmt.Fprintf(&md, "| server | records | s | records/s | commit p50 ms | commit p99 ms | server CPU s | client CPU s |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
+		for _, x := range []struct {
+			name string
+			row  txnRow
+		}{{"Kafka", tk}, {"lakegw (raw topic)", tl}} {
+			fmt.Fprintf(&md, "| %s | %d | %.2f | %.0f | %.0f | %.0f | %.2f | %.2f |\n", x.name, x.row.res.Records, x.row.res.Elapsed.Seconds(),
+				x.row.res.recsPerSec(), ms(percentile(x.row.commits, .5)), ms(percentile(x.row.commits, .99)), x.row.cpu, x.row.res.ClientCPU)
+			csvRow("txn_produce", x.name, "records_per_s", x.row.res.recsPerSec(), "1/s")
+			csvRow("txn_produce", x.name, "commit_p50_ms", ms(percentile(x.row.commits, .5)), "ms")
+			csvRow("txn_produce", x.name, "commit_p99_ms", ms(percentile(x.row.commits, .99)), "ms")
+			csvRow("txn_produce", x.name, "server_cpu_s", x.row.cpu, "s")
+		}
+	}
+
 	fmt.Fprintf(&md, "\n### Fan-out: n consumers of the same %d records at once\n\n", r.cfg.fanoutRecords)
 	fmt.Fprintf(&md, "| server | consumers | s | aggregate records/s | aggregate MB/s | server CPU s | peak RSS MiB | VmHWM MiB |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, f := range r.fan {
@@ -302,6 +325,10 @@ func (r *results) write(stdout io.Writer) error {
 		add("produce_vs_kafka", pl.res.recsPerSec()/pk.res.recsPerSec())
 		add("p50_produce_to_consume_ms", ms(percentile(r.produceFresh.EndToEnd, .5)))
 		add("p99_produce_to_consume_ms", ms(percentile(r.produceFresh.EndToEnd, .99)))
+	}
+	if txnProducing {
+		add("txn_produce_vs_kafka", tl.res.recsPerSec()/tk.res.recsPerSec())
+		add("p50_txn_commit_ms", ms(percentile(tl.commits, .5)))
 		if producedMB > 0 {
 			add("files_per_produced_mb", float64(r.produceFiles)/producedMB)
 			add("bytes_written_per_produced_byte", float64(r.produceFileBytes)/1e6/producedMB)

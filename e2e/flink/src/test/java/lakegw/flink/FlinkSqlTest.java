@@ -33,7 +33,6 @@ import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.TopicPartition;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -51,12 +50,14 @@ class FlinkSqlTest {
   static final String AGGREGATE = "SELECT status, COUNT(*) AS n, SUM(amount) AS total, SUM(quantity) AS quantity "
       + "FROM %s GROUP BY status";
 
-  private static final ExecutorService POOL = Executors.newCachedThreadPool();
-
-  @AfterAll
-  static void shutdown() {
-    POOL.shutdownNow();
-  }
+  // Shared by every test class that collects a query (FlinkSinkTest,
+  // FlinkSchemaTest, FlinkExactlyOnceTest), whichever runs last: daemon
+  // threads, never shut down, so that no class's end stops another's.
+  private static final ExecutorService POOL = Executors.newCachedThreadPool(r -> {
+    Thread t = new Thread(r, "lakegw-collect");
+    t.setDaemon(true);
+    return t;
+  });
 
   static TableEnvironment tableEnv() {
     Configuration conf = Configuration.fromMap(Map.of(

@@ -232,7 +232,14 @@ final class Lakegw {
 
   /** Reads every partition of the topic from its start to its end now. */
   static List<ConsumerRecord<String, String>> readAll(String topic) {
-    try (KafkaConsumer<String, String> c = new KafkaConsumer<>(consumerProps(null))) {
+    return readAll(topic, "read_uncommitted");
+  }
+
+  /** readAll at an isolation level (read_committed, read_uncommitted). */
+  static List<ConsumerRecord<String, String>> readAll(String topic, String isolation) {
+    Properties props = consumerProps(null);
+    props.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, isolation);
+    try (KafkaConsumer<String, String> c = new KafkaConsumer<>(props)) {
       List<TopicPartition> tps = new ArrayList<>();
       c.partitionsFor(topic, Duration.ofSeconds(10)).forEach(pi -> tps.add(new TopicPartition(topic, pi.partition())));
       c.assign(tps);
