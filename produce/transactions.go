@@ -129,6 +129,7 @@ func (s *Service) CommitTransaction(ctx context.Context, topic, marker string, b
 	// into one commit, so the transaction's batches land together.
 	w.queue = append(w.queue, tickets...)
 	w.queued += claim
+	w.urgent = true
 	w.mu.Unlock()
 	select {
 	case w.wake <- struct{}{}:

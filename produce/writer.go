@@ -42,6 +42,10 @@ type writer struct {
 	// batch is checked against it.
 	unsure bool
 	seq    *seqState
+	// urgent has the next commit go without waiting out the interval: a
+	// transaction's records, whose producer waits in EndTxn, already
+	// came as one group (CommitTransaction).
+	urgent bool
 	queue  []*ticket
 	queued int64 // bytes in queue
 	wake   chan struct{}
@@ -128,7 +132,10 @@ func (w *writer) run(ctx context.Context) {
 		}
 		// Group commit: at most one commit per interval, so a burst of
 		// producers shares one snapshot; a full group goes at once.
-		if wait := w.interval - time.Since(last); wait > 0 {
+		w.mu.Lock()
+		urgent := w.urgent
+		w.mu.Unlock()
+		if wait := w.interval - time.Since(last); wait > 0 && !urgent {
 			timer := time.NewTimer(wait)
 			for full := false; !full; {
 				select {
@@ -140,7 +147,7 @@ func (w *writer) run(ctx context.Context) {
 					full = true
 				case <-w.wake:
 					w.mu.Lock()
-					full = w.queued >= w.svc.cfg.MaxCommitBytes
+					full = w.queued >= w.svc.cfg.MaxCommitBytes || w.urgent
 					w.mu.Unlock()
 					if full {
 						timer.Stop()
@@ -150,7 +157,7 @@ func (w *writer) run(ctx context.Context) {
 		}
 		w.mu.Lock()
 		group := w.queue
-		w.queue, w.queued = nil, 0
+		w.queue, w.queued, w.urgent = nil, 0, false
 		w.mu.Unlock()
 		if len(group) == 0 {
 			continue

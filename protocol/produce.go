@@ -161,14 +161,35 @@ func handleProduce(ctx context.Context, c *conn, req *kmsg.ProduceRequest) (kmsg
 // partitions refused.
 func stageTransactional(ctx context.Context, c *conn, id string, t kmsg.ProduceRequestTopic, batches []produce.Batch, parts []int, errs []error) {
 	checks := c.s.produce.Check(ctx, t.Topic, batches)
+	// A request's batches are one producer's (its id and epoch): staged
+	// together, in one durable write.
+	type producer struct {
+		pid   int64
+		epoch int16
+	}
+	byProducer := map[producer][]int{}
+	var order []producer
 	for i, b := range batches {
-		pi := parts[i]
 		if checks[i] != nil {
-			errs[pi] = checks[i]
+			errs[parts[i]] = checks[i]
 			continue
 		}
-		_, err := c.s.txn.Stage(ctx, id, b.ProducerID, b.ProducerEpoch, txn.StagedBatch{Topic: t.Topic, Partition: b.Partition,
-			FirstSeq: b.BaseSequence, LastSeq: kafkaseq.Last(b.BaseSequence, len(b.Records)), Batch: t.Partitions[pi].Records})
-		errs[pi] = err
+		p := producer{b.ProducerID, b.ProducerEpoch}
+		if _, ok := byProducer[p]; !ok {
+			order = append(order, p)
+		}
+		byProducer[p] = append(byProducer[p], i)
+	}
+	for _, p := range order {
+		idx := byProducer[p]
+		staged := make([]txn.StagedBatch, len(idx))
+		for j, i := range idx {
+			b := &batches[i]
+			staged[j] = txn.StagedBatch{Topic: t.Topic, Partition: b.Partition, FirstSeq: b.BaseSequence,
+				LastSeq: kafkaseq.Last(b.BaseSequence, len(b.Records)), Batch: t.Partitions[parts[i]].Records}
+		}
+		for j, err := range c.s.txn.Stage(ctx, id, p.pid, p.epoch, staged) {
+			errs[parts[idx[j]]] = err
+		}
 	}
 }

@@ -42,12 +42,15 @@ func (s *Store) SaveTransaction(ctx context.Context, rec txn.Record) error {
 	return s.inTx(ctx, func(tx *sql.Tx) error { return putTransaction(ctx, tx, rec) })
 }
 
-// StageBatch adds b to rec.ID's staged batches and writes rec, at once.
-func (s *Store) StageBatch(ctx context.Context, rec txn.Record, b txn.StagedBatch) error {
+// StageBatches adds bs to rec.ID's staged batches and writes rec, in one
+// transaction (one sync for a produce request's batches).
+func (s *Store) StageBatches(ctx context.Context, rec txn.Record, bs []txn.StagedBatch) error {
 	return s.inTx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO txn_batches(txn_id, n, topic, partition, first_seq, last_seq, batch) VALUES(?,?,?,?,?,?,?)`,
-			rec.ID, b.N, b.Topic, b.Partition, b.FirstSeq, b.LastSeq, b.Batch); err != nil {
-			return fmt.Errorf("stage a batch of %q: %w", rec.ID, err)
+		for _, b := range bs {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO txn_batches(txn_id, n, topic, partition, first_seq, last_seq, batch) VALUES(?,?,?,?,?,?,?)`,
+				rec.ID, b.N, b.Topic, b.Partition, b.FirstSeq, b.LastSeq, b.Batch); err != nil {
+				return fmt.Errorf("stage a batch of %q: %w", rec.ID, err)
+			}
 		}
 		return putTransaction(ctx, tx, rec)
 	})

@@ -91,8 +91,9 @@ type Store interface {
 	LoadTransactions(ctx context.Context) ([]Record, error)
 	// SaveTransaction writes rec (replacing the id's record).
 	SaveTransaction(ctx context.Context, rec Record) error
-	// StageBatch adds b to rec.ID's staged batches and writes rec, at once.
-	StageBatch(ctx context.Context, rec Record, b StagedBatch) error
+	// StageBatches adds bs to rec.ID's staged batches and writes rec, at
+	// once.
+	StageBatches(ctx context.Context, rec Record, bs []StagedBatch) error
 	// StagedBatches returns rec.ID's staged batches of topic in N order.
 	StagedBatches(ctx context.Context, id, topic string) ([]StagedBatch, error)
 	// StageOffsets adds (or replaces) staged offsets of id and writes rec,
