@@ -162,6 +162,34 @@ func TestTransactionsCommitAtomicallyAndAbortLeavesNothing(t *testing.T) {
 	if hw[0]+hw[1] != 130 {
 		t.Fatalf("end offsets %v after an aborted and a committed transaction, want 130 records", hw)
 	}
+	// One transaction over two tables: each gets its part in one commit,
+	// and an abort leaves neither anything.
+	const audit = "orders_audit"
+	if resp, err := adm.CreateTopics(ctx, 1, 1, nil, audit); err != nil || resp[audit].Err != nil {
+		t.Fatalf("create %s: %v %v", audit, err, resp[audit].Err)
+	}
+	for _, commit := range []bool{false, true} {
+		if err := prod.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		var both []*kgo.Record
+		for i := range 20 {
+			both = append(both, &kgo.Record{Topic: topic, Partition: int32(i % partitions), Value: []byte(fmt.Sprintf("d-%d", i))},
+				&kgo.Record{Topic: audit, Value: []byte(fmt.Sprintf("audit-%d", i))})
+		}
+		if err := prod.ProduceSync(ctx, both...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		if err := prod.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+			t.Fatalf("end a transaction over two topics (commit %v): %v", commit, err)
+		}
+	}
+	hw, _ = endOffsets(ctx, t, adm, topic)
+	ahw, _ := endOffsets(ctx, t, adm, audit)
+	if hw[0]+hw[1] != 150 || ahw[0] != 20 {
+		t.Fatalf("after an aborted and a committed transaction over two topics: %s %v, %s %v; want 150 and 20 records", topic, hw, audit, ahw)
+	}
+
 	list, err := adm.ListTransactions(ctx, nil, []string{"CompleteCommit"})
 	if err != nil {
 		t.Fatal(err)
