@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // txnClient is a transactional franz-go producer of id, partitioning by
@@ -291,36 +292,16 @@ func TestGroupTransactSessionExactlyOnceAcrossKill9(t *testing.T) {
 	var aborted atomic.Int64
 	done := make(chan error, 1)
 	go func() {
-		done <- func() error {
-			sess, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(addr), kgo.TransactionalID("etl"), kgo.ConsumerGroup("etl-group"),
-				kgo.ConsumeTopics(in), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-				kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DefaultProduceTopic(out),
-				kgo.FetchMaxBytes(1), kgo.FetchMaxPartitionBytes(1), kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond }))
-			if err != nil {
-				return err
+		// A session whose End fails is done with (franz-go: "no returned
+		// error is retryable"); a new one, as a restarted application,
+		// fences its transaction and consumes from the committed offsets.
+		for runCtx.Err() == nil {
+			if err := runSession(runCtx, t, addr, in, out, &aborted); err != nil {
+				done <- err
+				return
 			}
-			defer sess.Close()
-			for runCtx.Err() == nil {
-				fs := sess.PollFetches(runCtx)
-				if fs.IsClientClosed() || runCtx.Err() != nil {
-					return nil
-				}
-				if err := sess.Begin(); err != nil {
-					return fmt.Errorf("begin: %w", err)
-				}
-				fs.EachRecord(func(r *kgo.Record) {
-					sess.Produce(runCtx, &kgo.Record{Key: r.Key, Value: append([]byte("x-"), r.Value...)}, nil)
-				})
-				// An error (the gateway died under the transaction) aborts
-				// it: the session consumes again from the committed offsets.
-				if committed, err := sess.End(runCtx, kgo.TryCommit); (err != nil || !committed) && runCtx.Err() == nil {
-					aborted.Add(1)
-					t.Logf("transaction not committed (%v); the session consumes again from the committed offsets", err)
-				}
-				time.Sleep(20 * time.Millisecond) // the transform's work
-			}
-			return nil
-		}()
+		}
+		done <- nil
 	}()
 
 	committedOffsets := func() int64 {
@@ -422,4 +403,107 @@ func TestFlushedTransactionCommitsAfterKill9(t *testing.T) {
 			t.Fatalf("record %q of the aborted transaction is visible", r.Value)
 		}
 	}
+}
+
+// AddPartitionsToTxn's batched form (v4+, what a broker sends the
+// coordinator to verify a transactional produce, KIP-890): several
+// transactional ids in one request, VerifyOnly checking without adding.
+func TestAddPartitionsToTxnBatchedForm(t *testing.T) {
+	g := startGateway(t, t.TempDir(), "")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cl := mustClient(t, g.addr)
+	adm := kadm.NewClient(cl)
+	if resp, err := adm.CreateTopics(ctx, 2, 1, nil, "batched"); err != nil || resp["batched"].Err != nil {
+		t.Fatalf("create topic: %v %v", err, resp["batched"].Err)
+	}
+	type producer struct {
+		id    string
+		pid   int64
+		epoch int16
+	}
+	var ps []producer
+	for _, id := range []string{"tx-a", "tx-b"} {
+		init := kmsg.NewPtrInitProducerIDRequest()
+		init.TransactionalID = kmsg.StringPtr(id)
+		init.TransactionTimeoutMillis = 60_000
+		resp, err := init.RequestWith(ctx, cl)
+		if err != nil || resp.ErrorCode != 0 {
+			t.Fatalf("InitProducerId %s: %v %v", id, err, kerr.ErrorForCode(resp.ErrorCode))
+		}
+		ps = append(ps, producer{id, resp.ProducerID, resp.ProducerEpoch})
+	}
+	add := func(verifyOnly bool, p producer, partition int32) int16 {
+		req := kmsg.NewPtrAddPartitionsToTxnRequest()
+		req.Version = 4
+		tr := kmsg.NewAddPartitionsToTxnRequestTransaction()
+		tr.TransactionalID, tr.ProducerID, tr.ProducerEpoch, tr.VerifyOnly = p.id, p.pid, p.epoch, verifyOnly
+		tt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
+		tt.Topic, tt.Partitions = "batched", []int32{partition}
+		tr.Topics = append(tr.Topics, tt)
+		req.Transactions = append(req.Transactions, tr)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil || len(resp.Transactions) != 1 {
+			t.Fatalf("AddPartitionsToTxn v4: %v %+v", err, resp)
+		}
+		return resp.Transactions[0].Topics[0].Partitions[0].ErrorCode
+	}
+	if code := add(true, ps[0], 0); code != kerr.InvalidTxnState.Code {
+		t.Fatalf("verify of a partition not added: %v, want INVALID_TXN_STATE", kerr.ErrorForCode(code))
+	}
+	if code := add(false, ps[0], 0); code != 0 {
+		t.Fatalf("add: %v", kerr.ErrorForCode(code))
+	}
+	if code := add(true, ps[0], 0); code != 0 {
+		t.Fatalf("verify of a partition added: %v, want none", kerr.ErrorForCode(code))
+	}
+	if code := add(true, ps[1], 0); code != kerr.InvalidTxnState.Code {
+		t.Fatalf("verify for another transactional id: %v, want INVALID_TXN_STATE", kerr.ErrorForCode(code))
+	}
+	stale := ps[0]
+	stale.epoch--
+	if code := add(false, stale, 1); code != kerr.ProducerFenced.Code {
+		t.Fatalf("add by an older epoch: %v, want PRODUCER_FENCED", kerr.ErrorForCode(code))
+	}
+}
+
+// runSession is one consume-transform-produce session of
+// TestGroupTransactSessionExactlyOnceAcrossKill9: it returns nil when a
+// transaction failed (the caller starts a new session) or ctx ended.
+func runSession(ctx context.Context, t *testing.T, addr, in, out string, aborted *atomic.Int64) error {
+	sess, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(addr), kgo.TransactionalID("etl"), kgo.ConsumerGroup("etl-group"),
+		kgo.ConsumeTopics(in), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DefaultProduceTopic(out),
+		kgo.FetchMaxBytes(1), kgo.FetchMaxPartitionBytes(1), kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond }))
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+	for ctx.Err() == nil {
+		fs := sess.PollFetches(ctx)
+		if fs.IsClientClosed() || ctx.Err() != nil {
+			return nil
+		}
+		if err := sess.Begin(); err != nil {
+			return fmt.Errorf("begin: %w", err)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			sess.Produce(ctx, &kgo.Record{Key: r.Key, Value: append([]byte("x-"), r.Value...)}, nil)
+		})
+		committed, err := sess.End(ctx, kgo.TryCommit)
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case err != nil:
+			aborted.Add(1)
+			t.Logf("transaction failed (%v); a new session takes over", err)
+			return nil
+		case !committed:
+			// Aborted (a rebalance, a failed offset commit): the session
+			// consumes again from the committed offsets.
+			aborted.Add(1)
+		}
+		time.Sleep(20 * time.Millisecond) // the transform's work
+	}
+	return nil
 }

@@ -35,9 +35,9 @@ func (b *Batch) lastSequence() int32 {
 	return kafkaseq.Last(b.BaseSequence, len(b.Records))
 }
 
-// size is what the batch holds in memory until it is committed, for
+// Size is what the batch holds in memory until it is committed, for
 // back-pressure.
-func (b *Batch) size() int64 {
+func (b *Batch) Size() int64 {
 	n := int64(64)
 	for i := range b.Records {
 		r := &b.Records[i]

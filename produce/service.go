@@ -46,6 +46,13 @@ type Config struct {
 	// ctx's error: a commit's requests are answered after it (see
 	// answers.go).
 	AwaitServed func(ctx context.Context, topic string, ends []int64) error
+	// TransactionPending says whether the transaction a marker names is
+	// decided and not yet complete (txn.Coordinator.Pending): the writer
+	// carries the marker of such a transaction's landed commit in each
+	// of its later commits (SummaryTransactions), so that the newest of
+	// them says whether it landed however many snapshots expire
+	// meanwhile. Nil: none is.
+	TransactionPending func(marker string) bool
 	// ExpiredFilesGrace is how long the files of the snapshots a raw
 	// topic's commits expire stay before the writer removes them, so that
 	// a scan planned on a recent snapshot still finds them (default 10
@@ -319,7 +326,7 @@ func (s *Service) writer(ctx context.Context, topic string) (*writer, error) {
 		return nil, fmt.Errorf("%s: %w", topic, err)
 	}
 	wctx, stop := context.WithCancel(s.ctx)
-	w = &writer{svc: s, topic: topic, partitions: partitions, target: tgt, seq: seq, stop: stop, interval: interval,
+	w = &writer{svc: s, topic: topic, partitions: partitions, target: tgt, seq: seq, carried: carriedMarkers(tbl), stop: stop, interval: interval,
 		log: s.cfg.Log.With().Str("topic", topic).Logger(), wake: make(chan struct{}, 1), done: make(chan struct{})}
 	s.writers[topic] = w
 	s.wg.Add(1)
@@ -337,7 +344,7 @@ func (s *Service) writer(ctx context.Context, topic string) (*writer, error) {
 // batches meanwhile; fn should take a fraction of a second.
 func (s *Service) HoldCommits(topic string, fn func() error) error {
 	s.mu.Lock()
-	w := s.writers[canonicalTopic(topic)]
+	w := s.writers[CanonicalTopic(topic)]
 	s.mu.Unlock()
 	if w == nil {
 		return fn()
@@ -356,9 +363,10 @@ func (s *Service) expiredFileRemovals() *maintain.DeferredRemovals {
 	return &maintain.DeferredRemovals{Grace: s.cfg.ExpiredFilesGrace}
 }
 
-// canonicalTopic is the name a table's writer is known by (lake.TopicName
-// of the table topic stands for); topic itself when it names no table.
-func canonicalTopic(topic string) string {
+// CanonicalTopic is the name a table's writer is known by (lake.TopicName
+// of the table topic stands for: "t" and "kafka.t" are one table); topic
+// itself when it names no table. A transaction keeps its partitions by it.
+func CanonicalTopic(topic string) string {
 	ident, err := lake.TopicIdent(topic)
 	if err != nil {
 		return topic
@@ -370,7 +378,7 @@ func canonicalTopic(topic string) string {
 // ErrClosed) and waits for it; the next produce to the topic loads its
 // table afresh.
 func (s *Service) stopWriter(topic string) {
-	topic = canonicalTopic(topic)
+	topic = CanonicalTopic(topic)
 	s.mu.Lock()
 	w := s.writers[topic]
 	delete(s.writers, topic)

@@ -18,7 +18,7 @@ type ticket struct {
 }
 
 func newTicket(b *Batch) *ticket {
-	return &ticket{batch: b, size: b.size(), done: make(chan struct{})}
+	return &ticket{batch: b, size: b.Size(), done: make(chan struct{})}
 }
 
 // finish sets the outcome and wakes the request waiting on it.

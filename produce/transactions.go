@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/apache/iceberg-go/table"
 )
 
 // SummaryTransactions names, in a commit's snapshot summary, the Kafka
@@ -153,7 +155,10 @@ func (s *Service) CommitTransaction(ctx context.Context, topic, marker string, b
 }
 
 // TransactionCommitted says whether topic's table holds the commit of the
-// transaction marker names: some snapshot of its main history names it.
+// pending transaction marker names: the newest commit of a produce writer
+// names it (it holds the records, or carries the marker of an earlier
+// commit that does: markersFor). Only a pending transaction's answer is
+// sure: a completed one's marker is no longer carried.
 func (s *Service) TransactionCommitted(ctx context.Context, topic, marker string) (bool, error) {
 	w, err := s.writer(ctx, topic)
 	if err != nil {
@@ -163,28 +168,60 @@ func (s *Service) TransactionCommitted(ctx context.Context, topic, marker string
 	if err != nil {
 		return false, fmt.Errorf("load %s: %w", topic, err)
 	}
-	meta := tbl.Metadata()
-	seen := 0
-	for snap := tbl.CurrentSnapshot(); snap != nil && seen <= len(meta.Snapshots()); seen++ {
-		if snap.Summary != nil && slices.Contains(strings.Split(snap.Summary.Properties[SummaryTransactions], ","), marker) {
-			return true, nil
-		}
-		if snap.ParentSnapshotID == nil {
-			break
-		}
-		snap = meta.SnapshotByID(*snap.ParentSnapshotID)
-	}
-	return false, nil
+	_, found := newestWriterMarkers(tbl)[marker]
+	return found, nil
 }
 
-// transactionMarkers lists the transactions group commits for, for its
-// summary (SummaryTransactions).
-func transactionMarkers(group []*ticket) string {
+// markersFor is the SummaryTransactions of a commit of group: the
+// transactions it holds records of, and those whose records an earlier
+// commit holds and which are still pending. Called under w.mu; it prunes
+// carried of the transactions no longer pending.
+func (w *writer) markersFor(group []*ticket) string {
 	var ms []string
 	for _, t := range group {
 		if t.txn != "" && !slices.Contains(ms, t.txn) {
 			ms = append(ms, t.txn)
 		}
 	}
+	pending := w.svc.cfg.TransactionPending
+	for m := range w.carried {
+		switch {
+		case pending == nil || !pending(m):
+			delete(w.carried, m)
+		case !slices.Contains(ms, m):
+			ms = append(ms, m)
+		}
+	}
+	slices.Sort(ms)
 	return strings.Join(ms, ",")
+}
+
+// carriedMarkers is what a writer starting on tbl carries: the markers
+// its newest produce commit names (markersFor prunes them).
+func carriedMarkers(tbl *table.Table) map[string]struct{} {
+	return newestWriterMarkers(tbl)
+}
+
+// newestWriterMarkers is the SummaryTransactions of the newest snapshot
+// of tbl's main history that a produce writer committed (one with
+// SummaryCommitID; maintenance commits between do not carry markers).
+func newestWriterMarkers(tbl *table.Table) map[string]struct{} {
+	out := map[string]struct{}{}
+	meta := tbl.Metadata()
+	seen := 0
+	for snap := tbl.CurrentSnapshot(); snap != nil && seen <= len(meta.Snapshots()); seen++ {
+		if snap.Summary != nil && snap.Summary.Properties[SummaryCommitID] != "" {
+			if v := snap.Summary.Properties[SummaryTransactions]; v != "" {
+				for _, m := range strings.Split(v, ",") {
+					out[m] = struct{}{}
+				}
+			}
+			return out
+		}
+		if snap.ParentSnapshotID == nil {
+			break
+		}
+		snap = meta.SnapshotByID(*snap.ParentSnapshotID)
+	}
+	return out
 }

@@ -42,6 +42,10 @@ type writer struct {
 	// batch is checked against it.
 	unsure bool
 	seq    *seqState
+	// carried are the markers of transactions whose records a commit of
+	// this writer holds, carried in every later commit while their
+	// transaction is pending (Config.TransactionPending).
+	carried map[string]struct{}
 	// urgent has the next commit go without waiting out the interval: a
 	// transaction's records, whose producer waits in EndTxn, already
 	// came as one group (CommitTransaction).
@@ -177,7 +181,10 @@ func (w *writer) commitGroup(ctx context.Context, group []*ticket) {
 		props, err := w.producersSummary(group, bases)
 		if err == nil {
 			props[SummaryCommitID] = id
-			if markers := transactionMarkers(group); markers != "" {
+			w.mu.Lock()
+			markers := w.markersFor(group)
+			w.mu.Unlock()
+			if markers != "" {
 				props[SummaryTransactions] = markers
 			}
 		}
@@ -208,6 +215,9 @@ func (w *writer) commitGroup(ctx context.Context, group []*ticket) {
 	}
 	for i, t := range group {
 		t.res.BaseOffset = l.bases[i]
+		if t.txn != "" {
+			w.carried[t.txn] = struct{}{}
+		}
 	}
 	w.seq.committed(group)
 	w.mu.Unlock()
@@ -258,10 +268,11 @@ func (w *writer) rereadState(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrCommitFailed, err)
 	}
+	carried := carriedMarkers(tbl)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.unsure && len(w.queue) == 0 {
-		w.seq, w.unsure = seq, false
+		w.seq, w.carried, w.unsure = seq, carried, false
 	}
 	return nil
 }

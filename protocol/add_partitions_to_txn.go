@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/lakegw/lakegw/produce"
 	"github.com/lakegw/lakegw/txn"
 )
 
@@ -65,7 +66,7 @@ func addPartitions(ctx context.Context, c *conn, id string, pid int64, epoch int
 	var parts []txn.TopicPartition
 	for _, t := range topics {
 		for _, p := range t.partitions {
-			parts = append(parts, txn.TopicPartition{Topic: t.topic, Partition: p})
+			parts = append(parts, txn.TopicPartition{Topic: produce.CanonicalTopic(t.topic), Partition: p})
 		}
 	}
 	codes := make([]int16, len(parts))

@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/lakegw/lakegw/produce"
 )
 
 // DescribeProducers (key 61)
@@ -27,7 +29,7 @@ func handleDescribeProducers(_ context.Context, c *conn, req *kmsg.DescribeProdu
 			sp := kmsg.NewDescribeProducersResponseTopicPartition()
 			sp.Partition = p
 			if sp.ErrorCode = partitionError(t, known, p, -1); sp.ErrorCode == 0 && c.s.txn != nil {
-				for _, pr := range c.s.txn.Producers(rt.Topic, p) {
+				for _, pr := range c.s.txn.Producers(produce.CanonicalTopic(rt.Topic), p) {
 					ap := kmsg.NewDescribeProducersResponseTopicPartitionActiveProducer()
 					ap.ProducerID, ap.ProducerEpoch, ap.LastSequence, ap.LastTimestamp = pr.ProducerID, int32(pr.Epoch), pr.LastSequence, pr.LastMs
 					ap.CoordinatorEpoch, ap.CurrentTxnStartOffset = 0, -1

@@ -158,10 +158,12 @@ func handleProduce(ctx context.Context, c *conn, req *kmsg.ProduceRequest) (kmsg
 
 // stageTransactional stages a transaction's decoded batches of one topic
 // (batches[i] answers partition parts[i] of t), setting errs of the
-// partitions refused.
+// partitions refused. The producer is checked (its epoch, the partitions
+// its transaction added) before its records are checked against the
+// table: a fenced producer's records must not evolve a table's schema.
 func stageTransactional(ctx context.Context, c *conn, id string, t kmsg.ProduceRequestTopic, batches []produce.Batch, parts []int, errs []error) {
-	checks := c.s.produce.Check(ctx, t.Topic, batches)
-	// A request's batches are one producer's (its id and epoch): staged
+	topic := produce.CanonicalTopic(t.Topic)
+	// A request's batches are one producer's (its id and epoch), staged
 	// together, in one durable write.
 	type producer struct {
 		pid   int64
@@ -170,10 +172,6 @@ func stageTransactional(ctx context.Context, c *conn, id string, t kmsg.ProduceR
 	byProducer := map[producer][]int{}
 	var order []producer
 	for i, b := range batches {
-		if checks[i] != nil {
-			errs[parts[i]] = checks[i]
-			continue
-		}
 		p := producer{b.ProducerID, b.ProducerEpoch}
 		if _, ok := byProducer[p]; !ok {
 			order = append(order, p)
@@ -181,15 +179,40 @@ func stageTransactional(ctx context.Context, c *conn, id string, t kmsg.ProduceR
 		byProducer[p] = append(byProducer[p], i)
 	}
 	for _, p := range order {
-		idx := byProducer[p]
-		staged := make([]txn.StagedBatch, len(idx))
+		var idx []int
+		var tps []txn.TopicPartition
+		for _, i := range byProducer[p] {
+			tps = append(tps, txn.TopicPartition{Topic: topic, Partition: batches[i].Partition})
+		}
+		for j, err := range c.s.txn.Verify(id, p.pid, p.epoch, tps) {
+			if i := byProducer[p][j]; err != nil {
+				errs[parts[i]] = err
+			} else {
+				idx = append(idx, i)
+			}
+		}
+		checked := make([]produce.Batch, len(idx))
 		for j, i := range idx {
+			checked[j] = batches[i]
+		}
+		var staged []txn.StagedBatch
+		var at []int
+		for j, err := range c.s.produce.Check(ctx, t.Topic, checked) {
+			i := idx[j]
+			if err != nil {
+				errs[parts[i]] = err
+				continue
+			}
 			b := &batches[i]
-			staged[j] = txn.StagedBatch{Topic: t.Topic, Partition: b.Partition, FirstSeq: b.BaseSequence,
-				LastSeq: kafkaseq.Last(b.BaseSequence, len(b.Records)), Batch: t.Partitions[parts[i]].Records}
+			staged = append(staged, txn.StagedBatch{Topic: topic, Partition: b.Partition, FirstSeq: b.BaseSequence,
+				LastSeq: kafkaseq.Last(b.BaseSequence, len(b.Records)), Batch: t.Partitions[parts[i]].Records, Size: b.Size()})
+			at = append(at, i)
+		}
+		if len(staged) == 0 {
+			continue
 		}
 		for j, err := range c.s.txn.Stage(ctx, id, p.pid, p.epoch, staged) {
-			errs[parts[idx[j]]] = err
+			errs[parts[at[j]]] = err
 		}
 	}
 }

@@ -28,7 +28,9 @@ func txnCode(err error, fencedCode *kerr.Error) *kerr.Error {
 	case errors.Is(err, txn.ErrNotAttempted):
 		return kerr.OperationNotAttempted
 	case errors.Is(err, txn.ErrTransactionTooLarge):
-		return kerr.MessageTooLarge
+		// Not MESSAGE_TOO_LARGE: the Java producer splits the batch and
+		// tries again on that, where nothing smaller fits either.
+		return kerr.PolicyViolation
 	case errors.Is(err, txn.ErrOutOfOrderSequence):
 		return kerr.OutOfOrderSequenceNumber
 	case errors.Is(err, txn.ErrDuplicateSequence):

@@ -91,7 +91,7 @@ func (c *Coordinator) update(ctx context.Context, id string, pid int64, epoch in
 	if e.rec.State != StateOngoing {
 		c.log.Debug().Str("transactional_id", id).Int64("transaction", next.Number).Msg("transaction begun")
 	}
-	e.rec = next
+	e.set(next)
 	return nil
 }
 
@@ -118,7 +118,7 @@ func (c *Coordinator) StageOffsets(ctx context.Context, id string, pid int64, ep
 	if err := c.store.StageOffsets(ctx, next, offs); err != nil {
 		return fmt.Errorf("%w: %w", ErrStore, err)
 	}
-	e.rec = next
+	e.set(next)
 	c.mu.Lock()
 	for _, o := range offs {
 		c.markUnstableLocked(e, offsetKey{o.Group, o.Topic, o.Partition})

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
+	"golang.org/x/sync/semaphore"
 )
 
 // Tables commits staged records to the tables of produced topics
@@ -88,8 +90,16 @@ type Coordinator struct {
 	mu  sync.Mutex
 	ids map[string]*entry // bounded by MaxTransactionalIDs
 	// unstable counts, per group partition, the open transactions that
-	// staged an offset for it (OffsetFetch's RequireStable).
-	unstable map[offsetKey]int
+	// staged an offset for it (OffsetFetch's RequireStable), and
+	// unstableGroups per group.
+	unstable       map[offsetKey]int
+	unstableGroups map[string]int
+	// pending holds the markers of the transactions decided to commit
+	// and not complete (Pending).
+	pending map[string]bool
+	// decoding bounds what completions hold decoded at once: each claims
+	// its transaction's StagedBytes (at most MaxTransactionBytes).
+	decoding *semaphore.Weighted
 }
 
 type offsetKey struct {
@@ -102,12 +112,19 @@ type offsetKey struct {
 type entry struct {
 	mu  sync.Mutex
 	rec Record
+	// view is rec as last set, for readers that must not wait for the
+	// requests holding mu (a completion's table commits): Describe,
+	// List, Producers.
+	view atomic.Pointer[Record]
 	// recent are the last batches staged per partition in this process,
 	// so that a retry is answered as the first attempt was.
 	recent map[TopicPartition][]seqRange
 	// offsets are the group partitions this transaction staged offsets
 	// for (mirrored in Coordinator.unstable).
 	offsets map[offsetKey]bool
+	// removed is set once the entry left the map (forgotten, or its
+	// first save failed): a request that waited on it starts again.
+	removed bool
 	// retryAt and retryDelay pace the sweep's retries of a completion
 	// that keeps failing (a catalog down): it backs off to maxRetryDelay.
 	retryAt    time.Time
@@ -116,6 +133,21 @@ type entry struct {
 
 // maxRetryDelay bounds the back-off of a completion that keeps failing.
 const maxRetryDelay = time.Minute
+
+func newEntry(r Record) *entry {
+	e := &entry{recent: map[TopicPartition][]seqRange{}, offsets: map[offsetKey]bool{}}
+	e.set(r)
+	return e
+}
+
+// set makes r the entry's record; e.mu held (or e not yet shared).
+func (e *entry) set(r Record) {
+	e.rec = r
+	e.view.Store(&r)
+}
+
+// snapshot is the entry's record as last set, without waiting for e.mu.
+func (e *entry) snapshot() Record { return *e.view.Load() }
 
 type seqRange struct{ first, last int32 }
 
@@ -145,7 +177,8 @@ func New(store Store, tables Tables, offsets Offsets, opts Options) *Coordinator
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Coordinator{store: store, tables: tables, offsets: offsets, opts: opts, log: opts.Log,
-		ctx: ctx, cancel: cancel, ids: map[string]*entry{}, unstable: map[offsetKey]int{}}
+		ctx: ctx, cancel: cancel, ids: map[string]*entry{}, unstable: map[offsetKey]int{}, unstableGroups: map[string]int{},
+		pending: map[string]bool{}, decoding: semaphore.NewWeighted(opts.MaxTransactionBytes)}
 }
 
 // Open loads every transactional id from the store and starts the
@@ -168,10 +201,13 @@ func (c *Coordinator) Open(ctx context.Context) error {
 	}
 	c.mu.Lock()
 	for _, r := range recs {
-		e := &entry{rec: r, recent: map[TopicPartition][]seqRange{}, offsets: map[offsetKey]bool{}}
+		e := newEntry(r)
 		c.ids[r.ID] = e
 		for _, o := range offs[r.ID] {
 			c.markUnstableLocked(e, offsetKey{o.Group, o.Topic, o.Partition})
+		}
+		if r.State == StatePrepareCommit {
+			c.pending[Marker(r)] = true
 		}
 	}
 	c.mu.Unlock()
@@ -223,6 +259,10 @@ func (c *Coordinator) sweep() {
 		if !e.mu.TryLock() {
 			continue
 		}
+		if e.removed {
+			e.mu.Unlock()
+			continue
+		}
 		var err error
 		switch r := e.rec; {
 		case r.State == StatePrepareCommit && now.Before(e.retryAt):
@@ -269,6 +309,7 @@ func (c *Coordinator) forgetLocked(ctx context.Context, e *entry) error {
 	if err := c.store.DeleteTransaction(ctx, e.rec.ID); err != nil {
 		return fmt.Errorf("%w: forget transactional id %q: %w", ErrStore, e.rec.ID, err)
 	}
+	e.removed = true
 	c.mu.Lock()
 	if c.ids[e.rec.ID] == e {
 		delete(c.ids, e.rec.ID)
@@ -283,6 +324,7 @@ func (c *Coordinator) markUnstableLocked(e *entry, k offsetKey) {
 	if !e.offsets[k] {
 		e.offsets[k] = true
 		c.unstable[k]++
+		c.unstableGroups[k.group]++
 	}
 }
 
@@ -294,8 +336,40 @@ func (c *Coordinator) clearUnstable(e *entry) {
 		if c.unstable[k]--; c.unstable[k] <= 0 {
 			delete(c.unstable, k)
 		}
+		if c.unstableGroups[k.group]--; c.unstableGroups[k.group] <= 0 {
+			delete(c.unstableGroups, k.group)
+		}
 	}
 	clear(e.offsets)
+}
+
+// UnstableGroup says whether an open transaction staged an offset for any
+// partition of the group (an OffsetFetch of all its offsets).
+func (c *Coordinator) UnstableGroup(group string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.unstableGroups[group] > 0
+}
+
+// Pending says whether the transaction marker names (Marker) is decided
+// to commit and not complete: produce/ carries the markers of such
+// transactions' landed commits (produce.Config.TransactionPending).
+func (c *Coordinator) Pending(marker string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pending[marker]
+}
+
+// setPending records that the transaction marker names is decided to
+// commit (on) or ended (off).
+func (c *Coordinator) setPending(marker string, on bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if on {
+		c.pending[marker] = true
+	} else {
+		delete(c.pending, marker)
+	}
 }
 
 // UnstableOffset says whether an open transaction staged an offset for the

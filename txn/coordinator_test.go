@@ -374,3 +374,60 @@ func TestDeletedTopicAndTooManyGroups(t *testing.T) {
 		}
 	}
 }
+
+// A retried KIP-360 epoch bump (its answer lost) gets the same answer; an
+// epoch that is neither current nor the one bumped from is fenced. A
+// decided commit's marker is pending until the commit completes, and a
+// staged offset makes its whole group unstable.
+func TestBumpRetryPendingAndUnstableGroup(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	pid, epoch := f.begin("bump", txn.TopicPartition{Topic: "a", Partition: 0})
+	if err := f.c.EndTxn(ctx, "bump", pid, epoch, false); err != nil {
+		t.Fatal(err)
+	}
+	p1, e1, err := f.c.InitProducerID(ctx, "bump", 60_000, pid, epoch)
+	if err != nil || p1 != pid || e1 != epoch+1 {
+		t.Fatalf("bump: %d/%d %v, want %d/%d", p1, e1, err, pid, epoch+1)
+	}
+	p2, e2, err := f.c.InitProducerID(ctx, "bump", 60_000, pid, epoch)
+	if err != nil || p2 != p1 || e2 != e1 {
+		t.Fatalf("the bump retried: %d/%d %v, want the same answer %d/%d", p2, e2, err, p1, e1)
+	}
+	if _, _, err := f.c.InitProducerID(ctx, "bump", 60_000, pid, e1+5); !errors.Is(err, txn.ErrProducerFenced) {
+		t.Fatalf("an epoch from the future: %v, want ErrProducerFenced", err)
+	}
+
+	errs, err := f.c.AddPartitions(ctx, "bump", p1, e1, []txn.TopicPartition{{Topic: "a", Partition: 0}})
+	if err != nil || errors.Join(errs...) != nil {
+		t.Fatal(err, errs)
+	}
+	if err := f.c.AddOffsets(ctx, "bump", p1, e1, "g"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.c.StageOffsets(ctx, "bump", p1, e1, []txn.StagedOffset{{Group: "g", Topic: "in", Partition: 3, Offset: 9}}); err != nil {
+		t.Fatal(err)
+	}
+	if !f.c.UnstableGroup("g") || f.c.UnstableGroup("other") {
+		t.Fatalf("unstable groups: g %v other %v, want true false", f.c.UnstableGroup("g"), f.c.UnstableGroup("other"))
+	}
+	if err := f.stage("bump", p1, e1, batch("a", 0, 0, 1)); err != nil {
+		t.Fatal(err)
+	}
+	recs, _ := f.c.Describe([]string{"bump"})
+	marker := txn.Marker(recs[0])
+	f.lake.failing("a", errors.New("catalog down"))
+	if err := f.c.EndTxn(ctx, "bump", p1, e1, true); !errors.Is(err, txn.ErrConcurrentTransactions) {
+		t.Fatalf("commit with the table failing: %v", err)
+	}
+	if !f.c.Pending(marker) {
+		t.Fatal("a decided, incomplete commit's marker is not pending")
+	}
+	f.lake.failing("a", nil)
+	if err := f.c.EndTxn(ctx, "bump", p1, e1, true); err != nil {
+		t.Fatal(err)
+	}
+	if f.c.Pending(marker) || f.c.UnstableGroup("g") {
+		t.Fatalf("after the commit: pending %v, group unstable %v; want neither", f.c.Pending(marker), f.c.UnstableGroup("g"))
+	}
+}

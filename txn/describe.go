@@ -11,9 +11,7 @@ func (c *Coordinator) Describe(ids []string) (recs []Record, found []bool) {
 	recs, found = make([]Record, len(ids)), make([]bool, len(ids))
 	for i, id := range ids {
 		if e := c.get(id); e != nil {
-			e.mu.Lock()
-			recs[i], found[i] = e.rec, true
-			e.mu.Unlock()
+			recs[i], found[i] = e.snapshot(), true
 		}
 	}
 	return recs, found
@@ -29,15 +27,13 @@ type Filter struct {
 }
 
 // List returns the records Filter selects, sorted by id, for
-// ListTransactions (an id being completed is reported once it is).
+// ListTransactions (an id a request holds as its record was last set).
 func (c *Coordinator) List(f Filter) []Record {
 	es := c.entries()
 	now := c.opts.Now().UnixMilli()
 	var out []Record
 	for _, e := range es {
-		e.mu.Lock()
-		r := e.rec
-		e.mu.Unlock()
+		r := e.snapshot()
 		if len(f.States) > 0 && !slices.Contains(f.States, r.State) {
 			continue
 		}
@@ -73,9 +69,7 @@ func (c *Coordinator) Producers(topic string, partition int32) []Producer {
 	var out []Producer
 	es := c.entries()
 	for _, e := range es {
-		e.mu.Lock()
-		r := e.rec
-		e.mu.Unlock()
+		r := e.snapshot()
 		i := slices.IndexFunc(r.Sequences, func(s PartitionSequence) bool { return s.TopicPartition == tp })
 		if i < 0 {
 			continue

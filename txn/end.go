@@ -27,10 +27,14 @@ func (c *Coordinator) EndTxn(ctx context.Context, id string, pid int64, epoch in
 		next := e.rec
 		next.State, next.Committed = StatePrepareCommit, nil
 		next.UpdateMs = c.opts.Now().UnixMilli()
+		// Pending before the decision is durable: a writer carries the
+		// marker of a commit that lands from then on.
+		c.setPending(Marker(next), true)
 		if err := c.store.SaveTransaction(ctx, next); err != nil {
+			c.setPending(Marker(next), false)
 			return fmt.Errorf("%w: %w", ErrStore, err)
 		}
-		e.rec = next
+		e.set(next)
 		if err := c.completeCommitLocked(e); err != nil {
 			return fmt.Errorf("%w: committing %q: %w", ErrConcurrentTransactions, id, err)
 		}
@@ -58,6 +62,13 @@ func (c *Coordinator) completeCommitLocked(e *entry) error {
 	start := time.Now()
 	r := e.rec
 	marker := Marker(r)
+	// A transaction's commit holds its records decoded: completions share
+	// MaxTransactionBytes of them.
+	claim := min(max(r.StagedBytes, 1), c.opts.MaxTransactionBytes)
+	if err := c.decoding.Acquire(ctx, claim); err != nil {
+		return fmt.Errorf("%w: %w", ErrClosed, err)
+	}
+	defer c.decoding.Release(claim)
 	for _, topic := range topicsOf(r.Partitions) {
 		if slices.Contains(r.Committed, topic) {
 			continue
@@ -76,7 +87,7 @@ func (c *Coordinator) completeCommitLocked(e *entry) error {
 		if err := c.store.SaveTransaction(ctx, next); err != nil {
 			return fmt.Errorf("%w: %w", ErrStore, err)
 		}
-		e.rec = next
+		e.set(next)
 	}
 	if len(r.Groups) > 0 {
 		offs, err := c.store.StagedOffsets(ctx, r.ID)
@@ -133,6 +144,7 @@ func (c *Coordinator) abortLocked(ctx context.Context, e *entry, fence bool) err
 
 // finishLocked ends the transaction in state, forgetting what it staged.
 func (c *Coordinator) finishLocked(ctx context.Context, e *entry, state State, fence bool) error {
+	marker := Marker(e.rec)
 	next := e.rec
 	next.State, next.StartMs = state, -1
 	next.Partitions, next.Groups, next.Committed = nil, nil, nil
@@ -148,12 +160,13 @@ func (c *Coordinator) finishLocked(ctx context.Context, e *entry, state State, f
 			next.ProducerID, next.Epoch = pid, -1
 		}
 		next.Epoch++
-		next.Sequences = nil
+		next.Sequences, next.PrevEpoch = nil, -1
 	}
 	if err := c.store.ClearStaged(ctx, next); err != nil {
 		return fmt.Errorf("%w: end transaction of %q: %w", ErrStore, next.ID, err)
 	}
-	e.rec = next
+	c.setPending(marker, false)
+	e.set(next)
 	clear(e.recent)
 	c.clearUnstable(e)
 	return nil

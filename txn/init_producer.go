@@ -22,20 +22,36 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeoutMs i
 		return -1, -1, fmt.Errorf("%w: transaction.timeout.ms=%d, this gateway allows 1 to %d (--transaction-max-timeout)",
 			ErrInvalidTimeout, timeoutMs, c.opts.MaxTimeout.Milliseconds())
 	}
-	e, created, err := c.getOrCreate(ctx, id, timeoutMs)
-	if err != nil || created {
-		if err != nil {
+	var e *entry
+	for {
+		got, rec, created, err := c.getOrCreate(ctx, id, timeoutMs)
+		switch {
+		case err != nil:
+			return -1, -1, err
+		case created:
+			return rec.ProducerID, rec.Epoch, nil
+		}
+		got.mu.Lock()
+		if !got.removed {
+			e = got
+			break
+		}
+		// Forgotten (or never saved) while this request waited: the id
+		// starts again.
+		got.mu.Unlock()
+		if err := ctx.Err(); err != nil {
 			return -1, -1, err
 		}
-		return e.rec.ProducerID, e.rec.Epoch, nil
 	}
-	e.mu.Lock()
 	defer e.mu.Unlock()
 	r := e.rec
 	if pid >= 0 {
 		switch {
 		case pid != r.ProducerID:
 			return -1, -1, fmt.Errorf("%w: %q holds producer id %d, not %d", ErrInvalidProducerIDMapping, id, r.ProducerID, pid)
+		case epoch == r.PrevEpoch && r.PrevEpoch >= 0 && r.State == StateEmpty:
+			// A retry of the bump that made the current epoch.
+			return r.ProducerID, r.Epoch, nil
 		case epoch != r.Epoch:
 			return -1, -1, fmt.Errorf("%w: %q is at epoch %d, the asker at %d", ErrProducerFenced, id, r.Epoch, epoch)
 		}
@@ -53,6 +69,7 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeoutMs i
 		}
 	}
 	next := e.rec
+	next.PrevEpoch = next.Epoch
 	next.Epoch++
 	if e.rec.Epoch >= math.MaxInt16-1 {
 		// Epochs ran out: a new producer id, as Kafka gives.
@@ -60,14 +77,14 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeoutMs i
 		if err != nil {
 			return -1, -1, err
 		}
-		next.ProducerID, next.Epoch = npid, 0
+		next.ProducerID, next.Epoch, next.PrevEpoch = npid, 0, -1
 	}
 	next.State, next.TimeoutMs, next.Sequences = StateEmpty, timeoutMs, nil
 	next.UpdateMs = c.opts.Now().UnixMilli()
 	if err := c.store.SaveTransaction(ctx, next); err != nil {
 		return -1, -1, fmt.Errorf("%w: %w", ErrStore, err)
 	}
-	e.rec = next
+	e.set(next)
 	clear(e.recent)
 	return next.ProducerID, next.Epoch, nil
 }
@@ -77,40 +94,46 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeoutMs i
 const MaxIDBytes = 249
 
 // getOrCreate returns the id's entry, creating (and saving) it at epoch 0
-// when it is new.
-func (c *Coordinator) getOrCreate(ctx context.Context, id string, timeoutMs int32) (*entry, bool, error) {
+// when it is new: then created is set and rec is what was saved.
+func (c *Coordinator) getOrCreate(ctx context.Context, id string, timeoutMs int32) (e *entry, rec Record, created bool, err error) {
 	if e := c.get(id); e != nil {
-		return e, false, nil
+		return e, Record{}, false, nil
 	}
 	if err := c.makeRoom(ctx); err != nil {
-		return nil, false, err
+		return nil, Record{}, false, err
 	}
 	pid, err := newProducerID()
 	if err != nil {
-		return nil, false, err
+		return nil, Record{}, false, err
 	}
 	now := c.opts.Now().UnixMilli()
-	rec := Record{ID: id, ProducerID: pid, TimeoutMs: timeoutMs, State: StateEmpty, StartMs: -1, UpdateMs: now}
-	e := &entry{rec: rec, recent: map[TopicPartition][]seqRange{}, offsets: map[offsetKey]bool{}}
+	rec = Record{ID: id, ProducerID: pid, PrevEpoch: -1, TimeoutMs: timeoutMs, State: StateEmpty, StartMs: -1, UpdateMs: now}
+	e = newEntry(rec)
 	c.mu.Lock()
 	if old := c.ids[id]; old != nil {
 		// Created by a concurrent request meanwhile.
 		c.mu.Unlock()
-		return old, false, nil
+		return old, Record{}, false, nil
 	}
 	c.ids[id] = e
 	e.mu.Lock()
 	c.mu.Unlock()
 	defer e.mu.Unlock()
 	if err := c.store.SaveTransaction(ctx, rec); err != nil {
+		e.removed = true // requests waiting on it start again
 		c.mu.Lock()
 		delete(c.ids, id)
 		c.mu.Unlock()
-		return nil, false, fmt.Errorf("%w: %w", ErrStore, err)
+		return nil, Record{}, false, fmt.Errorf("%w: %w", ErrStore, err)
 	}
 	c.log.Debug().Str("transactional_id", id).Int64("producer_id", pid).Msg("new transactional id")
-	return e, true, nil
+	return e, rec, true, nil
 }
+
+// MinIdleToForget is how long an id must have been unused before a
+// coordinator at MaxTransactionalIDs forgets it to make room: a producer
+// between its transactions is not fenced for a stranger's sake.
+const MinIdleToForget = time.Hour
 
 // makeRoom forgets the longest idle id without an open transaction when
 // MaxTransactionalIDs are kept.
@@ -136,8 +159,8 @@ func (c *Coordinator) makeRoom(ctx context.Context) error {
 		}
 	}
 	c.mu.Unlock()
-	if oldest == nil {
-		return fmt.Errorf("%w: %d, every one with a transaction open", ErrTooManyTransactionalIDs, c.opts.MaxTransactionalIDs)
+	if oldest == nil || c.opts.Now().Sub(time.UnixMilli(at)) < MinIdleToForget {
+		return fmt.Errorf("%w: %d, none idle for %v", ErrTooManyTransactionalIDs, c.opts.MaxTransactionalIDs, MinIdleToForget)
 	}
 	oldest.mu.Lock()
 	defer oldest.mu.Unlock()
@@ -155,6 +178,10 @@ func (c *Coordinator) lockProducer(id string, pid int64, epoch int16) (*entry, e
 		return nil, fmt.Errorf("%w: %q (InitProducerId first)", ErrInvalidProducerIDMapping, id)
 	}
 	e.mu.Lock()
+	if e.removed {
+		e.mu.Unlock()
+		return nil, fmt.Errorf("%w: %q was forgotten (InitProducerId first)", ErrInvalidProducerIDMapping, id)
+	}
 	if err := checkProducerLocked(e, pid, epoch); err != nil {
 		e.mu.Unlock()
 		return nil, err

@@ -51,7 +51,7 @@ func (c *Coordinator) Stage(ctx context.Context, id string, pid int64, epoch int
 		}
 		return errs
 	}
-	e.rec = next
+	e.set(next)
 	for _, b := range staged {
 		tp := TopicPartition{b.Topic, b.Partition}
 		rs := append(e.recent[tp], seqRange{b.FirstSeq, b.LastSeq})
@@ -87,15 +87,16 @@ func (c *Coordinator) checkStage(e *entry, next *Record, b StagedBatch) (dup boo
 		}
 		return false, fmt.Errorf("%w: producer %d %s/%d sent sequence %d after %d", ErrOutOfOrderSequence, next.ProducerID, b.Topic, b.Partition, b.FirstSeq, last)
 	}
-	if next.StagedBytes+int64(len(b.Batch)) > c.opts.MaxTransactionBytes {
-		return false, fmt.Errorf("%w: transaction %q would stage %d bytes, this gateway takes %d (--transaction-max-bytes)",
-			ErrTransactionTooLarge, next.ID, next.StagedBytes+int64(len(b.Batch)), c.opts.MaxTransactionBytes)
+	size := max(b.Size, int64(len(b.Batch)))
+	if next.StagedBytes+size > c.opts.MaxTransactionBytes {
+		return false, fmt.Errorf("%w: transaction %q would hold %d bytes decoded, this gateway takes %d (--transaction-max-bytes)",
+			ErrTransactionTooLarge, next.ID, next.StagedBytes+size, c.opts.MaxTransactionBytes)
 	}
 	if i >= 0 {
 		next.Sequences[i].Last = b.LastSeq
 	} else {
 		next.Sequences = append(next.Sequences, PartitionSequence{TopicPartition: tp, Last: b.LastSeq})
 	}
-	next.StagedBytes += int64(len(b.Batch))
+	next.StagedBytes += size
 	return false, nil
 }

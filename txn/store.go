@@ -38,8 +38,12 @@ type Record struct {
 	ID         string `json:"id"`
 	ProducerID int64  `json:"pid"`
 	Epoch      int16  `json:"epoch"`
-	TimeoutMs  int32  `json:"timeout_ms"`
-	State      State  `json:"state"`
+	// PrevEpoch is the epoch the last InitProducerId bumped from (-1:
+	// none), so that its retry (KIP-360: the answer was lost) gets the
+	// same answer rather than a fencing.
+	PrevEpoch int16 `json:"prev_epoch"`
+	TimeoutMs int32 `json:"timeout_ms"`
+	State     State `json:"state"`
 	// Number counts the transactions begun under the id: with the
 	// producer id and epoch it names the current one (Marker).
 	Number int64 `json:"n"`
@@ -54,7 +58,8 @@ type Record struct {
 	// PrepareCommit has landed.
 	Committed []string            `json:"committed,omitempty"`
 	Sequences []PartitionSequence `json:"seqs,omitempty"`
-	// StagedBytes is what the current transaction staged.
+	// StagedBytes is what the current transaction's batches hold
+	// decoded (StagedBatch.Size).
 	StagedBytes int64 `json:"staged_bytes"`
 	// Batches counts the batches staged: the next one's number.
 	Batches int64 `json:"batches"`
@@ -71,6 +76,10 @@ type StagedBatch struct {
 	FirstSeq  int32
 	LastSeq   int32
 	Batch     []byte
+	// Size is what the batch holds decoded, in memory, when its
+	// transaction commits: what MaxTransactionBytes bounds (not kept in
+	// the store: the record's StagedBytes sums it).
+	Size int64
 }
 
 // StagedOffset is one consumer group offset a transaction commits

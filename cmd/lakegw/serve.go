@@ -188,6 +188,7 @@ func cmdServe(ctx context.Context, args []string, demo bool) (err error) {
 		// Set below, once the transaction coordinator exists: it needs
 		// the group coordinator to commit its offsets.
 		UnstableOffset: func(group, topic string, p int32) bool { return txns != nil && txns.UnstableOffset(group, topic, p) },
+		UnstableGroup:  func(group string) bool { return txns != nil && txns.UnstableGroup(group) },
 	}
 	groupLimits.apply(&groupOpts)
 	coord := groups.New(store, log, groupOpts)
@@ -204,7 +205,8 @@ func cmdServe(ctx context.Context, args []string, demo bool) (err error) {
 	// server has stopped taking requests.
 	pctx, stopWriters := context.WithCancel(ctx)
 	writes := produce.New(pctx, cat, produce.Config{CommitInterval: *commitInterval, OnCommit: reg.Kick, AwaitServed: reg.AwaitServed, DefaultFormat: *format,
-		Log: log.With().Str("component", "produce").Logger()})
+		TransactionPending: func(marker string) bool { return txns != nil && txns.Pending(marker) },
+		Log:                log.With().Str("component", "produce").Logger()})
 	defer func() { stopWriters(); writes.Wait() }()
 	srv.AcceptWrites(writes)
 	// Transactions commit through the writers: the coordinator stops

@@ -47,6 +47,10 @@ type Options struct {
 	// requires stable offsets is answered UNSTABLE_OFFSET_COMMIT for it,
 	// and the client asks again (KIP-447). Nil: none ever is.
 	UnstableOffset func(group, topic string, partition int32) bool
+	// UnstableGroup reports whether an open transaction staged an offset
+	// for any partition of a group: an OffsetFetch of all its offsets that
+	// requires stable ones is answered UNSTABLE_OFFSET_COMMIT. Nil: none.
+	UnstableGroup func(group string) bool
 
 	// MinSessionTimeout and MaxSessionTimeout bound the session timeout a
 	// member may ask for (INVALID_SESSION_TIMEOUT outside). Zero means

@@ -29,6 +29,9 @@ func (c *Coordinator) OffsetFetch(_ context.Context, req *kmsg.OffsetFetchReques
 				}
 			}
 			code, topics := c.fetchGroup(rg.Group, want, rg.Topics == nil)
+			if code == 0 && rg.Topics == nil && req.RequireStable && c.unstableGroup(rg.Group) {
+				code, topics = kerr.UnstableOffsetCommit.Code, nil
+			}
 			sg := kmsg.NewOffsetFetchResponseGroup()
 			sg.Group = rg.Group
 			sg.ErrorCode = code
@@ -62,6 +65,9 @@ func (c *Coordinator) OffsetFetch(_ context.Context, req *kmsg.OffsetFetchReques
 	}
 	all := req.Topics == nil && req.Version >= 2
 	code, topics := c.fetchGroup(req.Group, want, all)
+	if code == 0 && all && req.Version >= 7 && req.RequireStable && c.unstableGroup(req.Group) {
+		code, topics = kerr.UnstableOffsetCommit.Code, nil
+	}
 	resp.ErrorCode = code
 	for _, t := range topics {
 		st := kmsg.NewOffsetFetchResponseTopic()
@@ -131,6 +137,12 @@ func (c *Coordinator) fetchGroup(group string, want []wantTopic, all bool) (int1
 		out = append(out, ft)
 	}
 	return code, out
+}
+
+// unstableGroup says whether an open transaction staged an offset for a
+// partition of the group (Options.UnstableGroup).
+func (c *Coordinator) unstableGroup(group string) bool {
+	return c.opts.UnstableGroup != nil && c.opts.UnstableGroup(group)
 }
 
 // unstable says whether an open transaction staged an offset for the
