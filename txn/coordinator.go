@@ -278,9 +278,16 @@ func (c *Coordinator) sweep() {
 		case r.State != StateOngoing && now.Sub(time.UnixMilli(r.UpdateMs)) > c.opts.IDExpiration:
 			err = c.forgetLocked(c.ctx, e)
 		}
-		id := e.rec.ID
+		id, stuck := e.rec.ID, e.retryDelay >= maxRetryDelay
 		e.mu.Unlock()
-		if err != nil && c.ctx.Err() == nil {
+		switch {
+		case err == nil || c.ctx.Err() != nil:
+		case stuck:
+			// Retried for minutes: an operator must look (the table's
+			// schema changed under the transaction, the catalog is down).
+			c.log.Error().Err(err).Str("transactional_id", id).Dur("retry_every", maxRetryDelay).
+				Msg("a transaction decided to commit still cannot be; its producer is refused until it is")
+		default:
 			c.log.Warn().Err(err).Str("transactional_id", id).Msg("transaction coordinator: retrying later")
 		}
 	}
