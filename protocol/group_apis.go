@@ -36,6 +36,12 @@ func init() {
 	registerGroupAPI(kmsg.OffsetFetch, func(ctx context.Context, c *conn, r *kmsg.OffsetFetchRequest) (kmsg.Response, error) {
 		return c.s.groups.OffsetFetch(ctx, r), nil
 	})
+	registerGroupAPI(kmsg.DeleteGroups, func(ctx context.Context, c *conn, r *kmsg.DeleteGroupsRequest) (kmsg.Response, error) {
+		return c.s.groups.DeleteGroups(ctx, r), nil
+	})
+	registerGroupAPI(kmsg.OffsetDelete, func(ctx context.Context, c *conn, r *kmsg.OffsetDeleteRequest) (kmsg.Response, error) {
+		return c.s.groups.OffsetDelete(ctx, r), nil
+	})
 }
 
 func registerGroupAPI[Req kmsg.Request](key kmsg.Key, fn func(ctx context.Context, c *conn, req Req) (kmsg.Response, error)) {

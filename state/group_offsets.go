@@ -70,3 +70,17 @@ func (s *Store) DeleteGroupOffsets(ctx context.Context, group string) error {
 	}
 	return nil
 }
+
+// DeletePartitionOffsets removes the committed offsets of some of group's
+// partitions (OffsetDelete), in one transaction.
+func (s *Store) DeletePartitionOffsets(ctx context.Context, group string, parts []groups.TopicPartition) error {
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		for _, p := range parts {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM group_offsets WHERE group_id = ? AND topic = ? AND partition = ?`,
+				group, p.Topic, p.Partition); err != nil {
+				return fmt.Errorf("delete offset of group %q on %s/%d: %w", group, p.Topic, p.Partition, err)
+			}
+		}
+		return nil
+	})
+}

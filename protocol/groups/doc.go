@@ -1,6 +1,7 @@
 // Package groups is the group coordinator of the classic Kafka consumer group
 // protocol (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, DescribeGroups,
-// ListGroups) and the keeper of committed offsets (OffsetCommit, OffsetFetch),
+// ListGroups, DeleteGroups) and the keeper of committed offsets (OffsetCommit,
+// OffsetFetch, OffsetDelete, and a transaction's offsets once it commits),
 // which it persists through an OffsetStore.
 //
 // It is part of the Kafka front end: it speaks kmsg requests and responses

@@ -54,6 +54,18 @@ func (s *memStore) SaveOffsets(_ context.Context, offs []CommittedOffset) error 
 	return nil
 }
 
+func (s *memStore) DeletePartitionOffsets(_ context.Context, group string, parts []TopicPartition) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failErr != nil {
+		return s.failErr
+	}
+	for _, p := range parts {
+		delete(s.offs, key(CommittedOffset{Group: group, Topic: p.Topic, Partition: p.Partition}))
+	}
+	return nil
+}
+
 func (s *memStore) DeleteGroupOffsets(_ context.Context, group string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

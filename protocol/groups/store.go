@@ -26,10 +26,18 @@ type CommittedOffset struct {
 // apply saves in call order without extra locking per group.
 //
 // DeleteGroupOffsets removes every committed offset of one group (their
-// retention expired); like SaveOffsets it is never concurrent with another
-// call for the same group.
+// retention expired, or DeleteGroups); DeletePartitionOffsets those of some
+// of its partitions (OffsetDelete). Like SaveOffsets they are never
+// concurrent with another call for the same group.
 type OffsetStore interface {
 	LoadOffsets(ctx context.Context) ([]CommittedOffset, error)
 	SaveOffsets(ctx context.Context, offs []CommittedOffset) error
 	DeleteGroupOffsets(ctx context.Context, group string) error
+	DeletePartitionOffsets(ctx context.Context, group string, parts []TopicPartition) error
+}
+
+// TopicPartition names one partition of a group's committed offsets.
+type TopicPartition struct {
+	Topic     string
+	Partition int32
 }

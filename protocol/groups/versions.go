@@ -14,6 +14,8 @@ var supported = map[kmsg.Key][2]int16{
 	kmsg.SyncGroup:      {0, 5},
 	kmsg.DescribeGroups: {0, 5},
 	kmsg.ListGroups:     {0, 4},
+	kmsg.DeleteGroups:   {0, 2},
+	kmsg.OffsetDelete:   {0, 0},
 }
 
 // SupportedVersions returns the request versions of key that the
