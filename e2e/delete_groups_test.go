@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // `kafka-consumer-groups --delete` and `--delete-offsets` (DeleteGroups,
@@ -106,10 +107,38 @@ func TestDeleteGroupsAndOffsets(t *testing.T) {
 			t.Fatalf("%s: group partial has partition 0 %v, partition 1 %v (%+v); want only partition 1", when, has0, has1, p1)
 		}
 	}
+	// Kafka 4's admin: ListGroups v5 gives each group's type
+	// (`kafka-consumer-groups --list --type` shows Classic) and filters by
+	// it; every group here is a classic one.
+	classic, err := adm.ListGroupsByType(ctx, []string{"classic"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lg, ok := classic["active"]; !ok || lg.GroupType != "classic" || lg.State != "Stable" {
+		t.Fatalf("ListGroups of type classic: %+v, want active, classic and Stable", classic)
+	}
+	if other, err := adm.ListGroupsByType(ctx, []string{"consumer"}); err != nil || len(other) != 0 {
+		t.Fatalf("ListGroups of type consumer: %v %v, want none", other, err)
+	}
+
 	check("after the deletions")
 	member.Close()
 	g.stop()
 	g = startGateway(t, dir, addr)
 	check("after a restart")
 	_ = g
+}
+
+// DescribeCluster v2 (`kafka-cluster list-endpoints
+// --include-fenced-brokers`): the gateway lists itself, never fenced.
+func TestDescribeClusterV2(t *testing.T) {
+	g := startGateway(t, t.TempDir(), "")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req := kmsg.NewPtrDescribeClusterRequest()
+	req.Version, req.IncludeFencedBrokers = 2, true
+	resp, err := req.RequestWith(ctx, mustClient(t, g.addr))
+	if err != nil || resp.ErrorCode != 0 || len(resp.Brokers) != 1 || resp.Brokers[0].IsFenced {
+		t.Fatalf("DescribeCluster v2: %v %+v, want this gateway alone, not fenced", err, resp)
+	}
 }

@@ -9,8 +9,10 @@ import (
 // DescribeCluster (key 60)
 //
 // v0: brokers, cluster id, controller id (always flexible). v1: endpoint
-// type (brokers only here).
-func init() { register(kmsg.DescribeCluster, 0, 1, handleDescribeCluster) }
+// type (brokers only here). v2: fenced brokers on request (KIP-1073,
+// `kafka-cluster list-endpoints --include-fenced-brokers`): this gateway is
+// never fenced.
+func init() { register(kmsg.DescribeCluster, 0, 2, handleDescribeCluster) }
 
 func handleDescribeCluster(_ context.Context, c *conn, req *kmsg.DescribeClusterRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)

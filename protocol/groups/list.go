@@ -12,11 +12,13 @@ import (
 // classic protocol is implemented.
 const groupType = "classic"
 
-// ListGroups handles a ListGroups request (v0-v4): every group with
+// ListGroups handles a ListGroups request (v0-v5): every group with
 // members or committed offsets.
 //
 // Version notes: v3 is flexible; v4 filters by state (case-insensitive,
-// as Kafka parses it); v5's type filter is honoured too.
+// as Kafka parses it); v5 gives each group's type and filters by it
+// (KIP-848; `kafka-consumer-groups --list --type` shows Classic, not
+// Unknown).
 func (c *Coordinator) ListGroups(_ context.Context, req *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse {
 	resp := kmsg.NewPtrListGroupsResponse()
 	resp.Version = req.Version

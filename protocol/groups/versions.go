@@ -13,7 +13,7 @@ var supported = map[kmsg.Key][2]int16{
 	kmsg.LeaveGroup:     {0, 5},
 	kmsg.SyncGroup:      {0, 5},
 	kmsg.DescribeGroups: {0, 5},
-	kmsg.ListGroups:     {0, 4},
+	kmsg.ListGroups:     {0, 5},
 	kmsg.DeleteGroups:   {0, 2},
 	kmsg.OffsetDelete:   {0, 0},
 }
