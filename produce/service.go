@@ -3,8 +3,6 @@ package produce
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"strconv"
@@ -17,6 +15,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/lakegw/lakegw/changelog"
+	"github.com/lakegw/lakegw/internal/kafkaseq"
 	"github.com/lakegw/lakegw/lake"
 	"github.com/lakegw/lakegw/lsm"
 	"github.com/lakegw/lakegw/maintain"
@@ -123,11 +122,10 @@ func (s *Service) Wait() { s.wg.Wait() }
 // random 63-bit numbers: unique across restarts and gateways without any
 // shared counter.
 func (s *Service) InitProducerID() (int64, int16, error) {
-	var b [8]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return 0, 0, fmt.Errorf("producer id: %w", err)
+	pid, err := kafkaseq.NewProducerID()
+	if err != nil {
+		return 0, 0, err
 	}
-	pid := int64(binary.BigEndian.Uint64(b[:]) >> 1)
 	s.epochs.saw(pid, 0)
 	return pid, 0, nil
 }
@@ -326,7 +324,7 @@ func (s *Service) writer(ctx context.Context, topic string) (*writer, error) {
 		return nil, fmt.Errorf("%s: %w", topic, err)
 	}
 	wctx, stop := context.WithCancel(s.ctx)
-	w = &writer{svc: s, topic: topic, partitions: partitions, target: tgt, seq: seq, carried: carriedMarkers(tbl), stop: stop, interval: interval,
+	w = &writer{svc: s, topic: topic, partitions: partitions, target: tgt, seq: seq, carried: newestWriterMarkers(tbl), stop: stop, interval: interval,
 		log: s.cfg.Log.With().Str("topic", topic).Logger(), wake: make(chan struct{}, 1), done: make(chan struct{})}
 	s.writers[topic] = w
 	s.wg.Add(1)

@@ -196,13 +196,9 @@ func (w *writer) markersFor(group []*ticket) string {
 	return strings.Join(ms, ",")
 }
 
-// carriedMarkers is what a writer starting on tbl carries: the markers
-// its newest produce commit names (markersFor prunes them).
-func carriedMarkers(tbl *table.Table) map[string]struct{} {
-	return newestWriterMarkers(tbl)
-}
-
-// newestWriterMarkers is the SummaryTransactions of the newest snapshot
+// newestWriterMarkers is what a writer starting on tbl carries (markersFor
+// prunes it), and what TransactionCommitted reads: the
+// SummaryTransactions of the newest snapshot
 // of tbl's main history that a produce writer committed (one with
 // SummaryCommitID; maintenance commits between do not carry markers).
 func newestWriterMarkers(tbl *table.Table) map[string]struct{} {

@@ -268,7 +268,7 @@ func (w *writer) rereadState(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrCommitFailed, err)
 	}
-	carried := carriedMarkers(tbl)
+	carried := newestWriterMarkers(tbl)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.unsure && len(w.queue) == 0 {

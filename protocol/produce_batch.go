@@ -127,13 +127,14 @@ func decodeBatch(partition int32, raw []byte, transactional bool) (produce.Batch
 
 // produceCode maps what the produce path says to Kafka's error code.
 func produceCode(err error) *kerr.Error {
+	// A transaction's records are staged by the coordinator, whose
+	// refusals of a produce request are the group coordinator's codes: a
+	// fenced producer is INVALID_PRODUCER_EPOCH here.
+	if code := coordinatorCode(err, kerr.InvalidProducerEpoch); code != nil {
+		return code
+	}
 	var be *batchError
 	switch {
-	case isTxnError(err):
-		// A transaction's records are staged by the coordinator, whose
-		// refusals of a produce request are the group coordinator's
-		// codes: a fenced producer is INVALID_PRODUCER_EPOCH here.
-		return txnCode(err, kerr.InvalidProducerEpoch)
 	case errors.As(err, &be):
 		return be.code
 	case errors.Is(err, produce.ErrUnknownTopic), errors.Is(err, produce.ErrUnknownPartition):

@@ -14,6 +14,23 @@ import (
 // code. fencedCode is PRODUCER_FENCED where the request's version knows
 // it, INVALID_PRODUCER_EPOCH before (as Kafka's brokers answer).
 func txnCode(err error, fencedCode *kerr.Error) *kerr.Error {
+	if code := coordinatorCode(err, fencedCode); code != nil {
+		return code
+	}
+	switch {
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		// Retriable: the client asks again.
+		return kerr.CoordinatorNotAvailable
+	case errors.Is(err, produce.ErrUnknownTopic), errors.Is(err, produce.ErrUnknownPartition), errors.Is(err, produce.ErrReadOnly),
+		errors.Is(err, produce.ErrInvalidRecord):
+		return produceCode(err)
+	}
+	return kerr.UnknownServerError
+}
+
+// coordinatorCode is the Kafka code of one of txn/'s errors, or nil when
+// err is none of them (produceCode asks it first).
+func coordinatorCode(err error, fencedCode *kerr.Error) *kerr.Error {
 	switch {
 	case errors.Is(err, txn.ErrProducerFenced):
 		return fencedCode
@@ -37,17 +54,11 @@ func txnCode(err error, fencedCode *kerr.Error) *kerr.Error {
 		return kerr.DuplicateSequenceNumber
 	case errors.Is(err, txn.ErrInvalidID), errors.Is(err, txn.ErrTooManyGroups):
 		return kerr.InvalidRequest
-	case errors.Is(err, txn.ErrUnknownTransactionalID):
-		return kerr.TransactionalIDNotFound
-	case errors.Is(err, txn.ErrStore), errors.Is(err, txn.ErrClosed), errors.Is(err, txn.ErrTooManyTransactionalIDs),
-		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, txn.ErrStore), errors.Is(err, txn.ErrClosed), errors.Is(err, txn.ErrTooManyTransactionalIDs):
 		// Retriable: the client asks again.
 		return kerr.CoordinatorNotAvailable
-	case errors.Is(err, produce.ErrUnknownTopic), errors.Is(err, produce.ErrUnknownPartition), errors.Is(err, produce.ErrReadOnly),
-		errors.Is(err, produce.ErrInvalidRecord):
-		return produceCode(err)
 	}
-	return kerr.UnknownServerError
+	return nil
 }
 
 // fencedFrom is the fencing code of a coordinator API whose versions from
@@ -62,15 +73,3 @@ func fencedFrom(version, v int16) *kerr.Error {
 // transactionsOff answers every transactional request of a gateway that
 // takes no writes: Kafka clients treat it as fatal and say so.
 var transactionsOff = kerr.TransactionalIDAuthorizationFailed
-
-// isTxnError says whether err is the transaction coordinator's.
-func isTxnError(err error) bool {
-	for _, e := range []error{txn.ErrProducerFenced, txn.ErrInvalidProducerIDMapping, txn.ErrInvalidTxnState, txn.ErrConcurrentTransactions,
-		txn.ErrInvalidTimeout, txn.ErrNotAttempted, txn.ErrTransactionTooLarge, txn.ErrOutOfOrderSequence, txn.ErrDuplicateSequence,
-		txn.ErrInvalidID, txn.ErrTooManyGroups, txn.ErrTopicGone, txn.ErrUnknownTransactionalID, txn.ErrStore, txn.ErrClosed, txn.ErrTooManyTransactionalIDs} {
-		if errors.Is(err, e) {
-			return true
-		}
-	}
-	return false
-}

@@ -2,8 +2,6 @@ package txn
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/binary"
 	"fmt"
 	"sort"
 	"sync"
@@ -386,16 +384,6 @@ func (c *Coordinator) UnstableOffset(group, topic string, partition int32) bool 
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.unstable[offsetKey{group, topic, partition}] > 0
-}
-
-// newProducerID is a random 63-bit producer id: unique across restarts
-// and gateways without a shared counter, as produce/'s idempotent ids.
-func newProducerID() (int64, error) {
-	var b [8]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return 0, fmt.Errorf("producer id: %w", err)
-	}
-	return int64(binary.BigEndian.Uint64(b[:]) >> 1), nil
 }
 
 // topicsOf lists the topics of parts, sorted, once each.

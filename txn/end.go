@@ -7,6 +7,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/lakegw/lakegw/internal/kafkaseq"
 )
 
 // EndTxn commits or aborts the producer's transaction. A commit returns
@@ -153,7 +155,7 @@ func (c *Coordinator) finishLocked(ctx context.Context, e *entry, state State, f
 	if fence {
 		if next.Epoch >= math.MaxInt16-1 {
 			// No epoch left to fence with: a new producer id does.
-			pid, err := newProducerID()
+			pid, err := kafkaseq.NewProducerID()
 			if err != nil {
 				return err
 			}

@@ -24,8 +24,6 @@ var (
 	// ErrInvalidID: a transactional id that is empty or longer than
 	// MaxIDBytes.
 	ErrInvalidID = errors.New("invalid transactional id")
-	// ErrUnknownTransactionalID: no such transactional id.
-	ErrUnknownTransactionalID = errors.New("unknown transactional id")
 	// ErrTransactionTooLarge: the transaction staged more than
 	// Options.MaxTransactionBytes.
 	ErrTransactionTooLarge = errors.New("transaction too large")

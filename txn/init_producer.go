@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/lakegw/lakegw/internal/kafkaseq"
 )
 
 // InitProducerID answers InitProducerId with a transactional id: the id's
@@ -73,7 +75,7 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeoutMs i
 	next.Epoch++
 	if e.rec.Epoch >= math.MaxInt16-1 {
 		// Epochs ran out: a new producer id, as Kafka gives.
-		npid, err := newProducerID()
+		npid, err := kafkaseq.NewProducerID()
 		if err != nil {
 			return -1, -1, err
 		}
@@ -102,7 +104,7 @@ func (c *Coordinator) getOrCreate(ctx context.Context, id string, timeoutMs int3
 	if err := c.makeRoom(ctx); err != nil {
 		return nil, Record{}, false, err
 	}
-	pid, err := newProducerID()
+	pid, err := kafkaseq.NewProducerID()
 	if err != nil {
 		return nil, Record{}, false, err
 	}

@@ -71,11 +71,18 @@ type results struct {
 
 // produceMedian is the produce pass of server with the median records/s.
 func (r *results) produceMedian(server string) row {
-	rows := slices.Clone(r.produce[server])
+	return medianPass(r.produce[server], func(x row) row { return x })
+}
+
+// medianPass is the pass of passes with the median records/s (of the row
+// each holds); the zero value when there is none.
+func medianPass[T any](passes []T, rowOf func(T) row) T {
+	rows := slices.Clone(passes)
 	if len(rows) == 0 {
-		return row{}
+		var zero T
+		return zero
 	}
-	slices.SortFunc(rows, func(a, b row) int { return cmp.Compare(a.res.recsPerSec(), b.res.recsPerSec()) })
+	slices.SortFunc(rows, func(a, b T) int { return cmp.Compare(rowOf(a).res.recsPerSec(), rowOf(b).res.recsPerSec()) })
 	return rows[len(rows)/2]
 }
 

@@ -1,11 +1,9 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"os"
-	"slices"
 	"sync/atomic"
 	"time"
 
@@ -117,10 +115,5 @@ func txnProducePasses(ctx context.Context, c config, r *results, kafka, g *procs
 // txnProduceMedian is the transactional produce pass of server with the
 // median records/s.
 func (r *results) txnProduceMedian(server string) txnRow {
-	rows := slices.Clone(r.txnProduce[server])
-	if len(rows) == 0 {
-		return txnRow{}
-	}
-	slices.SortFunc(rows, func(a, b txnRow) int { return cmp.Compare(a.res.recsPerSec(), b.res.recsPerSec()) })
-	return rows[len(rows)/2]
+	return medianPass(r.txnProduce[server], func(x txnRow) row { return x.row })
 }

@@ -1,6 +1,11 @@
 package kafkaseq
 
-import "math"
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"fmt"
+	"math"
+)
 
 // Follows says whether a batch starting at first follows one ending at
 // last.
@@ -29,4 +34,15 @@ func Before(seq int32) int32 {
 // Last is the sequence number of the last of n records starting at first.
 func Last(first int32, n int) int32 {
 	return int32((int64(first) + int64(n) - 1) % (1 << 31))
+}
+
+// NewProducerID is a random 63-bit producer id: unique across restarts and
+// gateways without a shared counter (idempotent and transactional
+// producers alike).
+func NewProducerID() (int64, error) {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return 0, fmt.Errorf("producer id: %w", err)
+	}
+	return int64(binary.BigEndian.Uint64(b[:]) >> 1), nil
 }
