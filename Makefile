@@ -86,3 +86,14 @@ soak:
 .PHONY: e2e-flink
 e2e-flink:
 	LAKEGW_E2E_FLINK=1 $(GO) test -count=1 -timeout 25m -run '^TestFlink$$' -v ./e2e
+
+# Apache Kafka 4.4's own command-line tools (kafka-topics,
+# kafka-consumer-groups, kafka-get-offsets, kafka-cluster, kafka-configs,
+# kafka-broker-api-versions, the console producer and consumer) against a
+# freshly built lakegw: e2e/kafka_tools_test.go. `make test` runs them too;
+# this is the quick way to run only them (needs java 17+ and mvn; the tools
+# are fetched from Maven Central once).
+.PHONY: e2e-kafka-tools
+e2e-kafka-tools:
+	bash e2e/kafkatools/kafkatools.sh fetch
+	$(GO) test -count=1 -timeout 10m -run '^TestKafkaTools' -v ./e2e

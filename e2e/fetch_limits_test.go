@@ -28,10 +28,7 @@ func fetchWith(t *testing.T, addr string, a fetchArgs) (kmsg.FetchResponseTopicP
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
 	start := time.Now()
-	resp, err := req.RequestWith(context.Background(), cl)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := fetchAtVersion(context.Background(), t, cl, req)
 	return resp.Topics[0].Partitions[0], time.Since(start)
 }
 

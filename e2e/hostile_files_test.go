@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/lakegw/lakegw/e2e/internal/procs"
 )
@@ -250,7 +251,10 @@ func hostileEndOffset(t *testing.T, addr, topic string) int64 {
 // the partition's error code.
 func hostileFetchCode(t *testing.T, addr, topic string, offset int64, opts ...kgo.Opt) int16 {
 	t.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr)}, opts...)...)
+	// Fetch v12 names the topic by name (opts may pin it lower).
+	v12 := kversion.Stable()
+	v12.SetMaxKeyVersion(kmsg.Fetch.Int16(), 12)
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.MaxVersions(v12)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,10 +32,7 @@ func rawFetch(t *testing.T, cl *kgo.Client, topic string, offset int64, version 
 	req.Topics = append(req.Topics, rt)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil {
-		t.Fatalf("fetch: %v", err)
-	}
+	resp := fetchAtVersion(ctx, t, cl, req)
 	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
 		t.Fatalf("fetch answered %d topics", len(resp.Topics))
 	}

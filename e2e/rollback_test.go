@@ -2,9 +2,11 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -87,10 +89,7 @@ func TestRollbackBumpsLeaderEpochAndClientsSeeTruncation(t *testing.T) {
 	fp.FetchOffset, fp.LastFetchedEpoch, fp.CurrentLeaderEpoch, fp.PartitionMaxBytes = 10, dropped, current, 1<<20
 	ft.Partitions = append(ft.Partitions, fp)
 	f.Topics = append(f.Topics, ft)
-	fr, err := f.RequestWith(ctx, cl)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fr := fetchAtVersion(ctx, t, cl, f)
 	p := fr.Topics[0].Partitions[0]
 	if p.DivergingEpoch.Epoch != kept || p.DivergingEpoch.EndOffset != 4 || len(p.RecordBatches) != 0 {
 		t.Fatalf("fetch after rollback: diverging %+v, %d bytes of records", p.DivergingEpoch, len(p.RecordBatches))
@@ -99,12 +98,21 @@ func TestRollbackBumpsLeaderEpochAndClientsSeeTruncation(t *testing.T) {
 	fp.CurrentLeaderEpoch, fp.LastFetchedEpoch, fp.FetchOffset = dropped, -1, 0
 	ft.Partitions[0] = fp
 	f.Topics[0] = ft
-	fr, err = f.RequestWith(ctx, cl)
-	if err != nil {
-		t.Fatal(err)
+	fr = fetchAtVersion(ctx, t, cl, f)
+	if got := fr.Topics[0].Partitions[0]; got.ErrorCode != kerr.FencedLeaderEpoch.Code || got.CurrentLeader.LeaderID != -1 || len(fr.Brokers) != 0 {
+		t.Fatalf("fetch v12 with the old epoch: %+v, want FENCED_LEADER_EPOCH", got)
 	}
-	if code := fr.Topics[0].Partitions[0].ErrorCode; code != 74 { // FENCED_LEADER_EPOCH
-		t.Fatalf("fetch with the old epoch: code %d, want FENCED_LEADER_EPOCH", code)
+	// From v16 (KIP-951) a fenced answer names the current leader, this
+	// gateway, with its epoch and endpoint, as Kafka's does.
+	f.Version = 16
+	f.Topics[0].TopicID = topicIDs(t, cl)[topic]
+	fr = fetchAtVersion(ctx, t, cl, f)
+	got := fr.Topics[0].Partitions[0]
+	if got.ErrorCode != kerr.FencedLeaderEpoch.Code || got.CurrentLeader.LeaderID != 0 || got.CurrentLeader.LeaderEpoch != metadataEpoch(t, cl) {
+		t.Fatalf("fetch v16 with the old epoch: %+v, want FENCED_LEADER_EPOCH naming leader 0 at epoch %d", got, metadataEpoch(t, cl))
+	}
+	if len(fr.Brokers) != 1 || fr.Brokers[0].NodeID != 0 || fmt.Sprintf("%s:%d", fr.Brokers[0].Host, fr.Brokers[0].Port) != g.addr {
+		t.Fatalf("fetch v16 node endpoints %+v, want this gateway at %s", fr.Brokers, g.addr)
 	}
 	// Reading the new history from the start gives the kept snapshot and
 	// the new one.

@@ -198,6 +198,23 @@ func TestTransactionsCommitAtomicallyAndAbortLeavesNothing(t *testing.T) {
 	if _, ok := list["orders-writer"]; !ok || len(list) != 1 {
 		t.Fatalf("ListTransactions CompleteCommit: %+v, want orders-writer alone", list)
 	}
+	// ListTransactions v2 filters by a pattern of the whole id (KIP-1152).
+	for _, tc := range []struct {
+		pattern string
+		want    int
+		code    int16
+	}{{"orders-.*", 1, 0}, {"orders", 0, 0}, {"(", 0, kerr.InvalidRegularExpression.Code}} {
+		req := kmsg.NewPtrListTransactionsRequest()
+		req.Version = 2
+		req.TransactionalIDPattern = kmsg.StringPtr(tc.pattern)
+		resp, err := req.RequestWith(ctx, mustClient(t, g.addr))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.ErrorCode != tc.code || len(resp.TransactionStates) != tc.want {
+			t.Fatalf("ListTransactions v2 pattern %q: error %d, %d transactions; want %d and %d", tc.pattern, resp.ErrorCode, len(resp.TransactionStates), tc.code, tc.want)
+		}
+	}
 }
 
 // A second producer with the same transactional id fences the first: the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strconv"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
@@ -145,4 +146,23 @@ func (s *Service) AlterTopicConfigs(ctx context.Context, topic string, set map[s
 			return fmt.Errorf("alter the configs of %s: %w", topic, err)
 		}
 	}
+}
+
+// WriterConfigs are the configs of how the gateway writes a table it
+// writes, with their effective values, for DescribeConfigs: the commit
+// interval (the table's or the gateway's) and, on table topics, whether
+// records' new fields become columns. Nil for other tables.
+func (s *Service) WriterConfigs(props iceberg.Properties) [][2]string {
+	if !changelog.IsRawTable(props) && !changelog.IsLSMTable(props) && !changelog.IsAppendTable(props) {
+		return nil
+	}
+	value := props[ConfigCommitInterval] // as set, when the writer refuses it
+	if interval, err := commitIntervalOf(props, s.cfg.CommitInterval); err == nil {
+		value = strconv.FormatInt(interval.Milliseconds(), 10)
+	}
+	out := [][2]string{{ConfigCommitInterval, value}}
+	if !changelog.IsRawTable(props) {
+		out = append(out, [2]string{ConfigAutoEvolve, strconv.FormatBool(props[ConfigAutoEvolve] == "true")})
+	}
+	return out
 }

@@ -122,11 +122,20 @@ func (s *Service) CreateRawTopic(ctx context.Context, topic string, partitions i
 	return s.createTable(ctx, topic, ident, changelog.RawSchema(), props, validateOnly, catalog.WithPartitionSpec(&spec))
 }
 
+// CheckTopicName says whether topic is a legal Kafka topic name (Kafka's
+// Topic.validate): an ErrInvalidTopic when not.
+func CheckTopicName(topic string) error {
+	if !legalTopic.MatchString(topic) || topic == "." || topic == ".." {
+		return fmt.Errorf("%w: %q: a topic name is 1 to 249 of [a-zA-Z0-9._-]", ErrInvalidTopic, topic)
+	}
+	return nil
+}
+
 // newTopicIdent checks a new topic's name and partition count (Kafka's
 // rules) and returns its table.
 func newTopicIdent(topic string, partitions int32) (table.Identifier, error) {
-	if !legalTopic.MatchString(topic) || topic == "." || topic == ".." {
-		return nil, fmt.Errorf("%w: %q: a topic name is 1 to 249 of [a-zA-Z0-9._-]", ErrInvalidTopic, topic)
+	if err := CheckTopicName(topic); err != nil {
+		return nil, err
 	}
 	if partitions < 1 || partitions > MaxPartitions {
 		return nil, fmt.Errorf("%w: %d partitions: want 1 to %d", ErrInvalidPartitions, partitions, MaxPartitions)

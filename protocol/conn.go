@@ -221,8 +221,16 @@ func (c *conn) readLoop(ctx context.Context, slots chan<- pending) {
 		req, err := parseRequest(body)
 		if err != nil {
 			release()
-			c.s.clientErrs.Warn(c.log, malformedRequest).Err(err).Msg(malformedRequest)
+			kind := malformedRequest
+			if ce := (*clientError)(nil); errors.As(err, &ce) {
+				kind = ce.kind // an API or version we do not serve
+			}
+			c.s.clientErrs.Warn(c.log, kind).Err(err).Msg(kind)
 			return
+		}
+		if req.unsupported != nil {
+			// Answered below (earlyResponse); the connection stays open.
+			c.s.clientErrs.Warn(c.log, unsupportedVersion).Err(req.unsupported).Str("client_id", req.clientID).Msg(unsupportedVersion)
 		}
 		answered := func() { release(); c.outstanding.Add(-1) }
 		if c.s.ownTurn[req.msg.Key()] {

@@ -14,7 +14,8 @@ import (
 
 // DescribeConfigs (key 32)
 //
-// v1: synonyms, config source. v2: nothing new. v3: config type and
+// v0: is_default (a config not set on the topic). v1: synonyms, config
+// source (DYNAMIC_TOPIC_CONFIG for one its table's properties set). v2: nothing new. v3: config type and
 // documentation. v4: flexible. Topics report how lakegw serves them (format,
 // compression, partitions), their real retention (retention.ms,
 // retention.bytes, cleanup.policy), how far consumers may hold history
@@ -46,6 +47,9 @@ func handleDescribeConfigs(ctx context.Context, c *conn, req *kmsg.DescribeConfi
 				break
 			}
 			configs = topicConfigs(ctx, t, c.s.cfg.Pins)
+			if c.s.produce != nil && t.Table() != nil {
+				configs = append(configs, c.s.produce.WriterConfigs(t.Table().Properties())...)
+			}
 		case kmsg.ConfigResourceTypeBroker:
 			configs = [][2]string{
 				{"advertised.listeners", "PLAINTEXT://" + c.s.advertHost + ":" + strconv.Itoa(int(c.s.advertPort))},
@@ -72,17 +76,23 @@ func handleDescribeConfigs(ctx context.Context, c *conn, req *kmsg.DescribeConfi
 			cfg.Value = &v
 			// A topic lakegw writes takes IncrementalAlterConfigs.
 			cfg.ReadOnly = props == nil || !produce.Alterable(props, kv[0])
+			// Set on the topic (a table property) or lakegw's default,
+			// as Kafka tells a topic override from a default: what
+			// `kafka-configs --describe` lists.
 			cfg.Source = kmsg.ConfigSourceDefaultConfig
+			cfg.IsDefault = true
+			if p := topics.ConfigProperty(kv[0]); p != "" && props != nil {
+				if _, set := props[p]; set {
+					cfg.Source = kmsg.ConfigSourceDynamicTopicConfig
+					cfg.IsDefault = false
+				}
+			}
 			out.Configs = append(out.Configs, cfg)
 		}
 		resp.Resources = append(resp.Resources, out)
 	}
 	return resp, nil
 }
-
-// configPinnedBy is a topic config lakegw reports, not a table property:
-// the consumer groups whose committed offsets hold the table's history.
-const configPinnedBy = "lakegw.pinned-by"
 
 func topicConfigs(ctx context.Context, t *topics.Topic, pins PinReporter) [][2]string {
 	ret := t.Config.LogRetention(t.Table().Properties())
@@ -103,7 +113,7 @@ func topicConfigs(ctx context.Context, t *topics.Topic, pins PinReporter) [][2]s
 		if by == "" {
 			by = "none"
 		}
-		configs = append(configs, [2]string{configPinnedBy, by})
+		configs = append(configs, [2]string{topics.ConfigPinnedBy, by})
 	}
 	return configs
 }

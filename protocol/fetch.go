@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/lakegw/lakegw/fetch"
@@ -16,17 +17,64 @@ import (
 // everything committed is stable). v5: log start offset. v7: fetch
 // sessions (we answer session id 0: full requests every time). v9: current
 // leader epoch. v10: zstd allowed. v11: rack, preferred read replica. v12:
-// flexible, last fetched epoch, diverging epoch. Never advertised below v4
-// (clients mishandle old message formats we do not write).
+// flexible, last fetched epoch, diverging epoch. v13: topics (and
+// forgotten topics) by topic id, the table UUID (Topic.ID) as Metadata
+// gives it; an id no topic has is UNKNOWN_TOPIC_ID. v14: may return
+// OFFSET_MOVED_TO_TIERED_STORAGE (never here: nothing is tiered). v15: the
+// replica id moves into the ReplicaState tag (KIP-903). v16: NodeEndpoints
+// and CurrentLeader for partitions fenced or not led here (KIP-951). v17:
+// a follower's directory id (KIP-853). v18: a follower's high watermark
+// (KIP-1166). Never advertised below v4 (clients mishandle old message
+// formats we do not write): a request below it is answered
+// UNSUPPORTED_VERSION (unsupported_version.go).
+//
+// Fetch sessions (KIP-227): none is ever created, which a Kafka broker
+// whose session cache is full also answers: session id 0, and the client
+// sends full requests. A full request (session epoch 0 or -1) is answered
+// whatever session id it names (Kafka closes that session, and there is
+// none); an incremental one (any other epoch) names a session this gateway
+// does not have: FETCH_SESSION_ID_NOT_FOUND, as Kafka's FetchManager
+// answers a session it lost. Forgotten topics only ever edit a session, so
+// they are never read. The replica id and state, directory id and follower
+// high watermark are a follower's: there are none (every fetch is a
+// consumer's, answered up to the high watermark).
 //
 // The answer is a *fetchAnswer: its record batches live in a pooled buffer
 // and in files of the batch disk cache (a fetch.Spans), and the connection
 // writes them from there (fetchFrame, writeSpans), then releases them.
-func init() { register(kmsg.Fetch, 4, 12, handleFetch) }
+func init() { register(kmsg.Fetch, 4, 18, handleFetch) }
+
+// The session epochs of a full fetch request: the first of a session, and
+// one that wants none (Kafka's FetchMetadata INITIAL_EPOCH, FINAL_EPOCH).
+const (
+	sessionEpochInitial = 0
+	sessionEpochFinal   = -1
+)
 
 func handleFetch(ctx context.Context, c *conn, req *kmsg.FetchRequest) (kmsg.Response, error) {
+	if req.SessionEpoch != sessionEpochInitial && req.SessionEpoch != sessionEpochFinal {
+		resp := req.ResponseKind().(*kmsg.FetchResponse)
+		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
+		return &fetchAnswer{FetchResponse: resp, spans: c.s.reader.NewSpans(0)}, nil
+	}
 	collapseDuplicatePartitions(req)
+	if req.Version >= 13 {
+		c.s.nameTopicsByID(req)
+	}
 	return c.s.answerFetch(ctx, req), nil
+}
+
+// nameTopicsByID gives each topic of a v13+ request, named by id, the name
+// it is served under (left empty when no topic has that id): the rest of
+// the handler goes by names, and answers with the ids the request used.
+func (s *Server) nameTopicsByID(req *kmsg.FetchRequest) {
+	for i := range req.Topics {
+		rt := &req.Topics[i]
+		rt.Topic = ""
+		if t, ok := s.reg.TopicByID(rt.TopicID); ok {
+			rt.Topic = t.Name
+		}
+	}
 }
 
 // fetchAnswer is a Fetch response with its record batches: batches[i][j]
@@ -123,29 +171,35 @@ func arenaHint(req *kmsg.FetchRequest) int {
 // naming partition 0 10,000 times was answered with its batches up to the
 // response limit (57.7 MB) instead of once.
 func collapseDuplicatePartitions(req *kmsg.FetchRequest) {
+	// A topic is named by its name up to v12 and by its id from v13: the
+	// other is empty.
+	type topicKey struct {
+		name string
+		id   [16]byte
+	}
 	type tp struct {
-		topic     string
+		topic     topicKey
 		partition int32
 	}
 	seen := map[tp]bool{}
-	topicAt := map[string]int{}
+	topicAt := map[topicKey]int{}
 	topics := req.Topics[:0]
 	for _, rt := range req.Topics {
+		key := topicKey{rt.Topic, rt.TopicID}
 		parts := rt.Partitions[:0]
 		for _, rp := range rt.Partitions {
-			k := tp{rt.Topic, rp.Partition}
+			k := tp{key, rp.Partition}
 			if !seen[k] {
 				seen[k] = true
 				parts = append(parts, rp)
 			}
 		}
 		rt.Partitions = parts
-		// Topic ids (v13+) are not spoken here: the name identifies it.
-		if i, ok := topicAt[rt.Topic]; ok {
+		if i, ok := topicAt[key]; ok {
 			topics[i].Partitions = append(topics[i].Partitions, rt.Partitions...)
 			continue
 		}
-		topicAt[rt.Topic] = len(topics)
+		topicAt[key] = len(topics)
 		topics = append(topics, rt)
 	}
 	req.Topics = topics

@@ -69,14 +69,17 @@ func (a *fetchAnswer) materialize() error {
 // ranges). Copying megabytes of batches into a frame was a fifth of a warm
 // gateway's CPU under fan-out.
 //
-// It covers what the gateway sets in a response (versions 4-12, no aborted
-// transactions, no current-leader or snapshot-id tags, no unknown tags);
-// for anything else ok is false and the caller encodes with kmsg.
+// It covers what the gateway sets in a response (versions 4-18: topics by
+// name up to 12, by id from 13; no aborted transactions, no current-leader
+// or snapshot-id tags, no node endpoints, no unknown tags); for anything
+// else ok is false and the caller encodes with kmsg. What it declines is
+// only ever set on partitions with an error (a fenced epoch from v16),
+// which carry no batches.
 // batches[i][j] are the batches of resp.Topics[i].Partitions[j]; a
 // partition without them is written from its RecordBatches.
 func layoutFetch(head []byte, correlationID int32, resp *kmsg.FetchResponse, batches [][]fetch.Batches) (_ []byte, spans []fetch.Span, ok bool) {
 	v := resp.Version
-	if v < 4 || v > 12 || resp.UnknownTags.Len() > 0 || len(resp.Brokers) > 0 {
+	if v < 4 || v > 18 || resp.UnknownTags.Len() > 0 || len(resp.Brokers) > 0 {
 		return head, nil, false
 	}
 	flexible := v >= 12
@@ -103,7 +106,11 @@ func layoutFetch(head []byte, correlationID int32, resp *kmsg.FetchResponse, bat
 		if t.UnknownTags.Len() > 0 {
 			return head, nil, false
 		}
-		head = appendString(head, t.Topic, flexible)
+		if v >= 13 {
+			head = append(head, t.TopicID[:]...)
+		} else {
+			head = appendString(head, t.Topic, flexible)
+		}
 		head = appendArrayLen(head, len(t.Partitions), flexible)
 		for j := range t.Partitions {
 			p := &t.Partitions[j]

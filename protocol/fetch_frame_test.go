@@ -21,7 +21,7 @@ func TestFetchFrameMatchesKmsg(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	file := newSpanFile(t)
 	for i := range 500 {
-		resp := randomFetchResponse(rng, int16(4+i%9))
+		resp := randomFetchResponse(rng, int16(4+i%15))
 		corr := rng.Int32()
 		want := frameResponse(&request{msg: resp.RequestKind(), correlationID: corr}, resp, nil)
 		var batches [][]fetch.Batches
@@ -101,7 +101,10 @@ func joinSpans(t *testing.T, spans []fetch.Span) []byte {
 func TestFetchFrameDeclinesWhatItDoesNotWrite(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, change := range []func(*kmsg.FetchResponse){
-		func(r *kmsg.FetchResponse) { r.Version = 13 },
+		func(r *kmsg.FetchResponse) { r.Version = 19 },
+		func(r *kmsg.FetchResponse) {
+			r.Version, r.Brokers = 16, []kmsg.FetchResponseBroker{{NodeID: 0, Host: "h", Port: 1}}
+		},
 		func(r *kmsg.FetchResponse) {
 			r.Topics[0].Partitions[0].AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{{}}
 		},
@@ -131,7 +134,7 @@ func TestFetchFrameMaterializesWhatItDoesNotLayOut(t *testing.T) {
 	}
 	defer r.Close()
 	for i := range 50 {
-		want := randomFetchResponse(rng, int16(4+i%9))
+		want := randomFetchResponse(rng, int16(4+i%15))
 		want.Topics = append(want.Topics, kmsg.NewFetchResponseTopic())
 		declined := kmsg.NewFetchResponseTopicPartition()
 		declined.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{{}}
@@ -171,6 +174,13 @@ func randomFetchResponse(rng *rand.Rand, version int16) *kmsg.FetchResponse {
 	for range rng.IntN(4) {
 		t := kmsg.NewFetchResponseTopic()
 		t.Topic = string(bytes.Repeat([]byte{'a' + byte(rng.IntN(26))}, rng.IntN(300)))
+		if version >= 13 {
+			// Topics by id: the name is not written (and kmsg decodes none).
+			t.Topic = ""
+			for k := range t.TopicID {
+				t.TopicID[k] = byte(rng.Uint32())
+			}
+		}
 		for range rng.IntN(5) {
 			p := kmsg.NewFetchResponseTopicPartition()
 			p.Partition = rng.Int32N(64)
@@ -216,6 +226,18 @@ func BenchmarkFrameFetchResponse(b *testing.B) {
 		head := make([]byte, 0, 4096)
 		for b.Loop() {
 			head, _, _ = layoutFetch(head, 7, resp, nil)
+		}
+	})
+	// v13+ (Kafka 4 clients) names the topic by id.
+	byID := *resp
+	byID.Version = 18
+	byID.Topics = []kmsg.FetchResponseTopic{resp.Topics[0]}
+	byID.Topics[0].Topic, byID.Topics[0].TopicID = "", [16]byte{1, 2, 3}
+	b.Run("writev-v18", func(b *testing.B) {
+		b.SetBytes(1 << 20)
+		head := make([]byte, 0, 4096)
+		for b.Loop() {
+			head, _, _ = layoutFetch(head, 7, &byID, nil)
 		}
 	})
 }

@@ -24,7 +24,7 @@ func (s *Server) readFetch(ctx context.Context, req *kmsg.FetchRequest, spans *f
 	maxBytes := responseLimit(req)
 	for _, rt := range req.Topics {
 		ot := kmsg.NewFetchResponseTopic()
-		ot.Topic = rt.Topic
+		ot.Topic, ot.TopicID = rt.Topic, rt.TopicID
 		var tb []fetch.Batches
 		t, known := s.reg.Topic(rt.Topic)
 		for _, rp := range rt.Partitions {
@@ -34,12 +34,23 @@ func (s *Server) readFetch(ctx context.Context, req *kmsg.FetchRequest, spans *f
 			op.PreferredReadReplica = -1
 			op.RecordBatches = []byte{} // never null (size -1): librdkafka rejects it as a parse failure
 			var bs fetch.Batches
-			if !known || rp.Partition < 0 || rp.Partition >= t.Index.Partitions() {
+			switch {
+			case !known && req.Version >= 13:
+				// Named by an id no served topic has (nameTopicsByID).
+				op.ErrorCode = kerr.UnknownTopicID.Code
+				urgent = true
+			case !known || rp.Partition < 0 || rp.Partition >= t.Index.Partitions():
 				op.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				urgent = true
-			} else {
+			default:
 				bs = s.readPartition(ctx, t, req.Version, rp, maxBytes-total, total == 0, &op, spans)
 				urgent = urgent || op.ErrorCode != 0 || op.DivergingEpoch.EndOffset >= 0
+				if op.ErrorCode == kerr.FencedLeaderEpoch.Code && req.Version >= 16 {
+					// KIP-951: a fenced consumer learns the current leader
+					// (this gateway) and its epoch without asking Metadata.
+					op.CurrentLeader.LeaderID, op.CurrentLeader.LeaderEpoch = nodeID, t.Index.LeaderEpoch()
+					resp.Brokers = s.nodeEndpoints()
+				}
 			}
 			total += bs.Len()
 			ot.Partitions = append(ot.Partitions, op)
@@ -142,4 +153,12 @@ func divergedOrFenced(version int16, rp kmsg.FetchRequestTopicPartition, v *offs
 		}
 	}
 	return false
+}
+
+// nodeEndpoints is a Fetch v16+ answer's NodeEndpoints: this gateway, the
+// leader of every partition.
+func (s *Server) nodeEndpoints() []kmsg.FetchResponseBroker {
+	b := kmsg.NewFetchResponseBroker()
+	b.NodeID, b.Host, b.Port = nodeID, s.advertHost, s.advertPort
+	return []kmsg.FetchResponseBroker{b}
 }

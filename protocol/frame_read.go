@@ -42,6 +42,11 @@ const (
 	malformedRequest = "closing connection: malformed request"
 	unsupportedKey   = "closing connection: unsupported API key"
 	failedRequest    = "closing connection: request failed"
+	// unsupportedVersion is a request at a version outside its API's
+	// range that is answered UNSUPPORTED_VERSION (unsupported_version.go);
+	// unsupportedVersionClosed one that cannot be.
+	unsupportedVersion       = "unsupported API version: answered UNSUPPORTED_VERSION"
+	unsupportedVersionClosed = "closing connection: unsupported API version"
 )
 
 // awaitFrame waits for the first byte of the next frame. A connection that

@@ -42,6 +42,12 @@ func init() {
 	registerGroupAPI(kmsg.OffsetDelete, func(ctx context.Context, c *conn, r *kmsg.OffsetDeleteRequest) (kmsg.Response, error) {
 		return c.s.groups.OffsetDelete(ctx, r), nil
 	})
+	registerGroupAPI(kmsg.ConsumerGroupHeartbeat, func(ctx context.Context, c *conn, r *kmsg.ConsumerGroupHeartbeatRequest) (kmsg.Response, error) {
+		return c.s.groups.ConsumerGroupHeartbeat(ctx, r), nil
+	})
+	registerGroupAPI(kmsg.ConsumerGroupDescribe, func(ctx context.Context, c *conn, r *kmsg.ConsumerGroupDescribeRequest) (kmsg.Response, error) {
+		return c.s.groups.ConsumerGroupDescribe(ctx, r), nil
+	})
 }
 
 func registerGroupAPI[Req kmsg.Request](key kmsg.Key, fn func(ctx context.Context, c *conn, req Req) (kmsg.Response, error)) {

@@ -3,7 +3,6 @@ package protocol
 import (
 	"context"
 
-	"github.com/google/uuid"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -15,8 +14,14 @@ import (
 // topics are tables). v5: offline replicas. v7: leader epoch. v8:
 // authorized operations. v9: flexible. v10: topic ids (we give the table
 // UUID, stable on every gateway). v11: cluster authorized ops removed.
-// v12: topic ids in requests may be used without names.
-func init() { register(kmsg.Metadata, 0, 12, handleMetadata) }
+// v12: topic ids in requests may be used without names. v13: a top-level
+// error code (KIP-1102), which a broker sets to REBOOTSTRAP_REQUIRED when
+// the client should bootstrap again; never here (0): this gateway's
+// metadata is whole whenever it answers.
+//
+// A topic's partitions (leader, epoch, replicas) are described here once,
+// for Metadata and for DescribeTopicPartitions.
+func init() { register(kmsg.Metadata, 0, 13, handleMetadata) }
 
 const nodeID int32 = 0
 
@@ -57,9 +62,7 @@ func (c *conn) topicMetadata(name string) kmsg.MetadataResponseTopic {
 		mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
 		return mt
 	}
-	if tbl := t.Table(); tbl != nil {
-		mt.TopicID = tbl.Metadata().TableUUID()
-	}
+	mt.TopicID = t.ID
 	epoch := t.Index.LeaderEpoch()
 	for p := int32(0); p < t.Index.Partitions(); p++ {
 		mp := kmsg.NewMetadataResponseTopicPartition()
@@ -74,10 +77,8 @@ func (c *conn) topicMetadata(name string) kmsg.MetadataResponseTopic {
 }
 
 func (c *conn) topicMetadataByID(id [16]byte) kmsg.MetadataResponseTopic {
-	for _, t := range c.s.reg.Topics() {
-		if tbl := t.Table(); tbl != nil && tbl.Metadata().TableUUID() == uuid.UUID(id) {
-			return c.topicMetadata(t.Name)
-		}
+	if t, ok := c.s.reg.TopicByID(id); ok {
+		return c.topicMetadata(t.Name)
 	}
 	mt := kmsg.NewMetadataResponseTopic()
 	mt.TopicID = id

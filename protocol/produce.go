@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/google/uuid"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/lakegw/lakegw/internal/kafkaseq"
@@ -20,6 +22,11 @@ import (
 // offset. v6-v7: nothing new (v7: ZSTD). v8: record errors and an error
 // message per partition. v9: flexible. v10-v11: leader hints on
 // NOT_LEADER_OR_FOLLOWER (KIP-951), which a single gateway never sends.
+// v12: a transaction's partitions added by the produce request itself
+// (KIP-890 part 2), which clients do only when the broker advertises the
+// transaction.version feature at 2: lakegw does not, so a transactional
+// producer stays at v11 and adds its partitions with AddPartitionsToTxn.
+// v13: topics named by topic id (an unknown one is UNKNOWN_TOPIC_ID).
 //
 // Advertised from v0: librdkafka turns compression off when a broker does
 // not list Produce v0-2; v0-2 batches (magic 0 and 1) are answered with
@@ -29,7 +36,7 @@ import (
 // its records has succeeded; acks=0 is not answered at all. A
 // transaction's records are answered once staged (txn.Coordinator.Stage),
 // with base offset -1: their offsets are decided when it commits.
-func init() { register(kmsg.Produce, 0, 11, handleProduce) }
+func init() { register(kmsg.Produce, 0, 13, handleProduce) }
 
 const readOnlyMessage = "lakegw topics are read-only: they serve the changes of Iceberg tables; write to the table instead"
 
@@ -54,12 +61,20 @@ func handleProduce(ctx context.Context, c *conn, req *kmsg.ProduceRequest) (kmsg
 	waits := make([]topicWait, len(req.Topics))
 	for ti, t := range req.Topics {
 		rt := kmsg.NewProduceResponseTopic()
-		rt.Topic = t.Topic
+		rt.Topic, rt.TopicID = t.Topic, t.TopicID
 		var batches []produce.Batch
 		w := &waits[ti]
 		w.errs = make([]error, len(t.Partitions))
 		var topicErr error
+		if req.Version >= 13 {
+			if served, ok := c.s.reg.TopicByID(uuid.UUID(t.TopicID)); ok {
+				t.Topic = served.Name
+			} else {
+				topicErr = refuse(kerr.UnknownTopicID, "no topic has id %s", uuid.UUID(t.TopicID))
+			}
+		}
 		switch {
+		case topicErr != nil:
 		case c.s.produce == nil:
 			topicErr = produce.ErrReadOnly
 		case req.TransactionID != nil && c.s.txn == nil:

@@ -13,9 +13,13 @@ type request struct {
 	msg           kmsg.Request
 	correlationID int32
 	clientID      string
-	// earlyResponse is set when the reply is known from the header alone
-	// (ApiVersions at a version we do not speak).
+	// earlyResponse is set when the reply is known without a handler: an
+	// ApiVersions at a version we do not speak, or a request below its
+	// API's versions (unsupported_version.go).
 	earlyResponse []byte
+	// unsupported says that earlyResponse answers UNSUPPORTED_VERSION to a
+	// request below its API's versions (logged as such).
+	unsupported error
 }
 
 // parseRequest decodes a request frame body (without the size prefix). It
@@ -53,9 +57,9 @@ func decodeRequest(body []byte) (*request, error) {
 	}
 	h, ok := handlers[key]
 	if !ok {
-		return nil, fmt.Errorf("API key %d (%s) is not supported", key, kmsg.NameForKey(key))
+		return nil, &clientError{kind: unsupportedKey, err: fmt.Errorf("API key %d (%s) is not supported", key, kmsg.NameForKey(key))}
 	}
-	if version < h.min || version > h.max {
+	if version > h.max || version < 0 {
 		if key == kmsg.ApiVersions.Int16() {
 			// A client probing with a newer ApiVersions than ours gets
 			// UNSUPPORTED_VERSION in v0 form, listing what we speak, and
@@ -63,7 +67,7 @@ func decodeRequest(body []byte) (*request, error) {
 			req.earlyResponse = unsupportedApiVersions(corr)
 			return req, nil
 		}
-		return nil, fmt.Errorf("%s version %d is outside the supported range %d-%d", kmsg.NameForKey(key), version, h.min, h.max)
+		return nil, unsupportedVersionError(unsupportedVersionClosed, key, version, h)
 	}
 	msg.SetVersion(version)
 	if msg.IsFlexible() {
@@ -74,6 +78,14 @@ func decodeRequest(body []byte) (*request, error) {
 	}
 	if err := msg.ReadFrom(r.Src); err != nil {
 		return nil, fmt.Errorf("%s v%d: decode: %w", kmsg.NameForKey(key), version, err)
+	}
+	if version < h.min {
+		resp, ok := unsupportedVersionAnswer(msg)
+		if !ok {
+			return nil, unsupportedVersionError(unsupportedVersionClosed, key, version, h)
+		}
+		req.earlyResponse = frameResponse(req, resp, nil)
+		req.unsupported = unsupportedVersionError(unsupportedVersion, key, version, h)
 	}
 	return req, nil
 }

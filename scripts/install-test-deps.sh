@@ -38,4 +38,8 @@ fi
 # machine) here rather than inside the test's time budget.
 (cd e2e/flink && mvn -B -q -ntp dependency:resolve dependency:resolve-plugins)
 
+# Apache Kafka's command-line tools (about 45 MB of jars, and a 50 MB
+# class-data-sharing archive dumped once) for e2e/kafka_tools_test.go.
+bash e2e/kafkatools/kafkatools.sh fetch
+
 go mod download

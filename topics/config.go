@@ -265,3 +265,24 @@ type Config struct {
 	// is rounded up to whole batches.
 	StreamChunkRecords int64
 }
+
+// ConfigProperty is the table property a topic config is read from, as
+// DescribeConfigs reports where a config was set: "" for configs no
+// property sets.
+func ConfigProperty(config string) string {
+	switch {
+	case config == "compression.type":
+		return PropCompression
+	case config == "retention.ms":
+		return changelog.PropRetentionMs
+	case config == "retention.bytes":
+		return changelog.PropRetentionBytes
+	case strings.HasPrefix(config, "lakegw.") && config != ConfigPinnedBy:
+		return config
+	}
+	return ""
+}
+
+// ConfigPinnedBy is a topic config lakegw reports, not a table property:
+// the consumer groups whose committed offsets hold the table's history.
+const ConfigPinnedBy = "lakegw.pinned-by"

@@ -9,6 +9,7 @@ import (
 
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
+	"github.com/google/uuid"
 	"github.com/rs/zerolog"
 
 	"github.com/lakegw/lakegw/derive"
@@ -25,8 +26,11 @@ type Registry struct {
 	store *state.Store
 	log   zerolog.Logger
 
-	mu       sync.RWMutex
-	topics   map[string]*Topic
+	mu     sync.RWMutex
+	topics map[string]*Topic
+	// byID holds the served topics by Topic.ID (those that have one); of
+	// two topics on one table (registered twice), the first by name.
+	byID     map[uuid.UUID]*Topic
 	watchers map[string]*watcher
 	// retired holds stopped watchers, by topic name, until they have
 	// returned: a new watcher of the same name waits for its predecessor.
@@ -77,6 +81,7 @@ func New(cfg Config, cat catalog.Catalog, store *state.Store, log zerolog.Logger
 	return &Registry{
 		cfg: cfg, cat: cat, store: store, log: log,
 		topics:     map[string]*Topic{},
+		byID:       map[uuid.UUID]*Topic{},
 		watchers:   map[string]*watcher{},
 		retired:    map[string]*watcher{},
 		firstList:  make(chan struct{}),
@@ -92,6 +97,14 @@ func (r *Registry) Topic(name string) (*Topic, bool) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	t, ok := r.topics[name]
+	return t, ok
+}
+
+// TopicByID returns a served topic by its ID (its table's UUID).
+func (r *Registry) TopicByID(id uuid.UUID) (*Topic, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	t, ok := r.byID[id]
 	return t, ok
 }
 
@@ -296,6 +309,15 @@ func (r *Registry) retireLocked(name string, w *watcher) {
 		t.notify()
 	}
 	delete(r.watchers, name)
+	if t, ok := r.topics[name]; ok && r.byID[t.ID] == t {
+		delete(r.byID, t.ID)
+		// Another topic of the same table takes its place.
+		for _, other := range r.topics {
+			if other != t && other.ID == t.ID && (r.byID[t.ID] == nil || other.Name < r.byID[t.ID].Name) {
+				r.byID[t.ID] = other
+			}
+		}
+	}
 	delete(r.topics, name)
 	r.retired[name] = w
 }
@@ -305,5 +327,9 @@ func (r *Registry) publish(t *Topic) {
 	defer r.mu.Unlock()
 	if w, ok := r.watchers[t.Name]; ok && w.topic == t {
 		r.topics[t.Name] = t
+		// A format v1 table may have no UUID: nothing can name it by id.
+		if other, ok := r.byID[t.ID]; t.ID != uuid.Nil && (!ok || t.Name <= other.Name) {
+			r.byID[t.ID] = t
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go/table"
+	"github.com/google/uuid"
 	"golang.org/x/sync/singleflight"
 
 	"github.com/lakegw/lakegw/changelog"
@@ -18,8 +19,13 @@ import (
 
 // Topic is one served table.
 type Topic struct {
-	Name   string
-	Ident  table.Identifier
+	Name  string
+	Ident table.Identifier
+	// ID is the UUID of the table the topic was opened on (its offset
+	// index is that table's): the same on every gateway serving it, and
+	// what the Kafka protocol knows the topic by (its topic id). Zero for
+	// a Topic no watcher opened.
+	ID     uuid.UUID
 	Config TopicConfig
 	Format changelog.Format
 	Index  *offsets.Index

@@ -288,7 +288,7 @@ func (w *watcher) openTopic(ctx context.Context, tbl *table.Table) error {
 	if err != nil {
 		return err
 	}
-	t := &Topic{Name: w.name, Ident: w.src.ident, Config: cfg, Format: format, Index: idx, changed: make(chan struct{}), changes: w.r.changes, rowGroups: w.r.rowGroups,
+	t := &Topic{Name: w.name, Ident: w.src.ident, ID: tbl.Metadata().TableUUID(), Config: cfg, Format: format, Index: idx, changed: make(chan struct{}), changes: w.r.changes, rowGroups: w.r.rowGroups,
 		plans: derive.NewPlanCache(planCachePlans, planCacheFiles), lifetime: w.ctx, streamMinRecords: w.r.cfg.IndexDeriveMaxRecords}
 	if changelog.IsRawTable(tbl.Properties()) {
 		t.raw = derive.NewRawFiles()

@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"time"
 
 	"github.com/lakegw/lakegw/protocol/groups"
 )
@@ -16,6 +17,9 @@ type groupLimitFlags struct {
 	maxOffsets       *int
 	maxPending       *int
 	maxMetadataBytes *int
+
+	consumerHeartbeat *time.Duration
+	consumerSession   *time.Duration
 }
 
 func addGroupLimitFlags(fs *flag.FlagSet) *groupLimitFlags {
@@ -30,6 +34,10 @@ func addGroupLimitFlags(fs *flag.FlagSet) *groupLimitFlags {
 			"most member ids one client host may hold from JoinGroup's MEMBER_ID_REQUIRED without joining with them (they lapse within 10s); more get COORDINATOR_NOT_AVAILABLE (0 or less: unlimited)"),
 		maxMetadataBytes: fs.Int("offset-metadata-max-bytes", groups.DefaultMaxMetadataBytes,
 			"largest metadata string of a committed offset (Kafka's offset.metadata.max.bytes); larger gets OFFSET_METADATA_TOO_LARGE (0: 4096)"),
+		consumerHeartbeat: fs.Duration("group-consumer-heartbeat-interval", 5*time.Second,
+			"how often members of consumer-protocol groups (KIP-848, group.protocol=consumer) heartbeat, and so how soon they learn of a new assignment (Kafka's group.consumer.heartbeat.interval.ms)"),
+		consumerSession: fs.Duration("group-consumer-session-timeout", 45*time.Second,
+			"how long a consumer-protocol member may go without a heartbeat before it is removed and its partitions move (Kafka's group.consumer.session.timeout.ms)"),
 	}
 }
 
@@ -40,6 +48,8 @@ func (f *groupLimitFlags) apply(opts *groups.Options) {
 	opts.MaxOffsetsPerGroup = unlimitedUnlessPositive(*f.maxOffsets)
 	opts.MaxPendingPerClient = unlimitedUnlessPositive(*f.maxPending)
 	opts.MaxMetadataBytes = *f.maxMetadataBytes
+	opts.ConsumerHeartbeatInterval = *f.consumerHeartbeat
+	opts.ConsumerSessionTimeout = *f.consumerSession
 }
 
 // unlimitedUnlessPositive maps a count flag, where 0 or less means

@@ -184,6 +184,7 @@ func cmdServe(ctx context.Context, args []string, demo bool) (err error) {
 			t, ok := reg.Topic(topic)
 			return ok && p >= 0 && p < t.Index.Partitions()
 		},
+		Topics:           protocol.GroupTopics(reg),
 		OffsetsRetention: *offsetsRetention,
 		// Set below, once the transaction coordinator exists: it needs
 		// the group coordinator to commit its offsets.

@@ -39,11 +39,14 @@ type testBroker struct {
 // coordinator. Fetch and Metadata stop before topic ids.
 var brokerVersions = map[kmsg.Key][2]int16{
 	kmsg.ApiVersions:     {0, 3},
-	kmsg.Metadata:        {1, 9},
+	kmsg.Metadata:        {1, 12}, // v10+: topic ids, which OffsetFetch v10 names topics by
 	kmsg.FindCoordinator: {0, 4},
 	kmsg.ListOffsets:     {1, 7},
 	kmsg.Fetch:           {4, 11},
 }
+
+// testTopicID is the id of the test broker's topic.
+var testTopicID = [16]byte{0x7e, 0x57}
 
 func startTestBroker(c *Coordinator, topic string, partitions int32) (*testBroker, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -279,6 +282,7 @@ func (b *testBroker) metadata(req *kmsg.MetadataRequest) *kmsg.MetadataResponse 
 	for _, name := range names {
 		mt := kmsg.NewMetadataResponseTopic()
 		mt.Topic = kmsg.StringPtr(name)
+		mt.TopicID = testTopicID
 		if name != b.topic {
 			mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			resp.Topics = append(resp.Topics, mt)

@@ -108,6 +108,17 @@ type Options struct {
 	// (offsets.retention.check.interval.ms). Zero means 10 minutes.
 	OffsetsRetentionCheck time.Duration
 
+	// Topics lists the gateway's topics by id for the consumer group
+	// protocol (KIP-848) and OffsetCommit/OffsetFetch v10. Nil: none.
+	Topics Topics
+
+	// ConsumerHeartbeatInterval is the interval consumer-protocol members
+	// heartbeat at (group.consumer.heartbeat.interval.ms); zero means 5s.
+	// ConsumerSessionTimeout removes a member that did not heartbeat for
+	// that long (group.consumer.session.timeout.ms); zero means 45s.
+	ConsumerHeartbeatInterval time.Duration
+	ConsumerSessionTimeout    time.Duration
+
 	// Now is the clock of offset retention (commit times, when a group
 	// emptied, expiry). Nil means time.Now; tests inject their own.
 	// Session timeouts and rebalance waits always use the real clock.
@@ -136,6 +147,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.OffsetsRetentionCheck <= 0 {
 		o.OffsetsRetentionCheck = defaultOffsetsRetentionCheck
+	}
+	if o.ConsumerHeartbeatInterval <= 0 {
+		o.ConsumerHeartbeatInterval = defaultConsumerHeartbeatInterval
+	}
+	if o.ConsumerSessionTimeout <= 0 {
+		o.ConsumerSessionTimeout = defaultConsumerSessionTimeout
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -172,6 +189,10 @@ type Coordinator struct {
 	nextWake      time.Time // when the timer loop is due to run; zero when idle
 
 	offsets *offsetTable
+
+	// lastView is the topic list of the latest consumer heartbeat, which
+	// the timer loop assigns with when members expire.
+	lastView topicView
 
 	openMu sync.Mutex // serialises Open so offsets are loaded once
 

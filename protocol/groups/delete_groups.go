@@ -7,8 +7,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// DeleteGroups handles a DeleteGroups request (v0-2; v1 nothing new, v2
-// flexible), as `kafka-consumer-groups --delete` sends it. A group is
+// DeleteGroups handles a DeleteGroups request (v0-3; v1 nothing new, v2
+// flexible, v3 nothing new for the classic and consumer groups served
+// here), as `kafka-consumer-groups --delete` sends it. A group is
 // deleted with its committed offsets, durably, only when it has no members
 // (NON_EMPTY_GROUP otherwise); one the coordinator does not know is
 // GROUP_ID_NOT_FOUND. A deleted group no longer pins table history.

@@ -7,14 +7,16 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// DescribeGroups handles a DescribeGroups request (v0-v5). Member
+// DescribeGroups handles a DescribeGroups request (v0-v6). Member
 // metadata and assignments are shown only while the group is Stable, as
 // in Kafka, because only then do they belong to one generation.
 //
 // Version notes: v3 adds authorized operations (left unset: no ACLs
-// here); v4 adds the members' group.instance.id; v5 is flexible. A group
-// that does not exist is described as Dead without error (v6 would say
-// GROUP_ID_NOT_FOUND).
+// here); v4 adds the members' group.instance.id; v5 is flexible; v6 adds
+// an error message (KIP-1043). A group that does not exist, or is not a
+// classic group (a KIP-848 consumer group: ConsumerGroupDescribe describes
+// it), is GROUP_ID_NOT_FOUND from v6 and Dead without error before, as
+// Kafka 4 answers.
 func (c *Coordinator) DescribeGroups(_ context.Context, req *kmsg.DescribeGroupsRequest) *kmsg.DescribeGroupsResponse {
 	resp := kmsg.NewPtrDescribeGroupsResponse()
 	resp.Version = req.Version
@@ -31,6 +33,12 @@ func (c *Coordinator) DescribeGroups(_ context.Context, req *kmsg.DescribeGroups
 		}
 		g := c.groups[name]
 		switch {
+		case g != nil && g.consumer != nil:
+			sg.State = stateDead.String()
+			if req.Version >= 6 {
+				sg.ErrorCode = kerr.GroupIDNotFound.Code
+				sg.ErrorMessage = kmsg.StringPtr("Group " + name + " is not a classic group.")
+			}
 		case g != nil:
 			g.describe(&sg)
 		case c.offsets.hasGroup(name):
@@ -41,6 +49,7 @@ func (c *Coordinator) DescribeGroups(_ context.Context, req *kmsg.DescribeGroups
 			sg.State = stateDead.String()
 			if req.Version >= 6 {
 				sg.ErrorCode = kerr.GroupIDNotFound.Code
+				sg.ErrorMessage = kmsg.StringPtr("Group " + name + " not found.")
 			}
 		}
 		resp.Groups = append(resp.Groups, sg)

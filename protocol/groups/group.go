@@ -67,6 +67,11 @@ type group struct {
 	// member that vanished between join and sync cannot stall the group.
 	pendingSync  map[string]struct{}
 	syncDeadline time.Time
+
+	// consumer is set while the group uses the consumer protocol
+	// (KIP-848, consumer_group.go); the classic fields above are then
+	// unused.
+	consumer *consumerGroup
 }
 
 func newGroup(c *Coordinator, name string) *group {
@@ -81,11 +86,29 @@ func newGroup(c *Coordinator, name string) *group {
 
 // empty reports whether the group has no members, joined or about to
 // join: only then may its committed offsets expire.
-func (g *group) empty() bool { return len(g.members) == 0 && len(g.pending) == 0 }
+func (g *group) empty() bool {
+	return len(g.members) == 0 && len(g.pending) == 0 && (g.consumer == nil || len(g.consumer.members) == 0)
+}
+
+// stateName is the group's state as ListGroups and DescribeGroups name it.
+func (g *group) stateName() string {
+	if g.consumer != nil {
+		return g.consumer.stateName()
+	}
+	return g.state.String()
+}
+
+// groupTypeName is the group's type as ListGroups v5 gives it.
+func (g *group) groupTypeName() string {
+	if g.consumer != nil {
+		return groupTypeConsumer
+	}
+	return groupTypeClassic
+}
 
 // forgettable reports whether the group holds nothing worth keeping.
 func (g *group) forgettable() bool {
-	return g.state == stateEmpty && len(g.members) == 0 && len(g.pending) == 0 && !g.c.offsets.hasGroup(g.name)
+	return g.state == stateEmpty && g.empty() && !g.c.offsets.hasGroup(g.name)
 }
 
 // validateMember checks a request's member id and group instance id

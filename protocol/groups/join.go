@@ -17,7 +17,7 @@ import (
 // timeout); v4 makes a new dynamic member first get its id with
 // MEMBER_ID_REQUIRED; v5 adds group.instance.id (static membership);
 // v7 returns the protocol type; v8 adds a reason; v9 adds SkipAssignment,
-// which this coordinator never sets.
+// set for a static leader that rejoins a stable group (replaceStatic).
 func (c *Coordinator) JoinGroup(ctx context.Context, req *kmsg.JoinGroupRequest) *kmsg.JoinGroupResponse {
 	c.mu.Lock()
 	resp, wait := c.join(ctx, req, time.Now())
@@ -76,6 +76,16 @@ func (c *Coordinator) join(ctx context.Context, req *kmsg.JoinGroupRequest, now 
 		return fail(kerr.CoordinatorNotAvailable.Code)
 	case g == nil:
 		return fail(kerr.UnknownMemberID.Code)
+	case g.consumer != nil && len(g.consumer.members) > 0:
+		// A consumer-protocol group (KIP-848) takes no classic members:
+		// Kafka's answer with its migration policy disabled.
+		c.log.Debug().Str("group", g.name).Msg("classic join to a consumer group refused")
+		return fail(kerr.InconsistentGroupProtocol.Code)
+	case g.consumer != nil:
+		// An empty consumer group becomes a classic one again, offsets
+		// kept, as Kafka converts it.
+		g.consumer = nil
+		g.protocolType = ""
 	}
 	j := joining{
 		req:       req,
@@ -247,12 +257,18 @@ func (g *group) replaceStatic(old *member, id string, j joining) (*kmsg.JoinGrou
 	g.c.log.Info().Str("group", g.name).Str("instance", *m.instanceID).
 		Str("old_member", old.id).Str("member", id).Msg("static member replaced")
 
-	if g.state == stateStable && unchanged && !wasLeader {
-		// KIP-345: a known static follower coming back is given the
+	if g.state == stateStable && unchanged && (!wasLeader || j.req.Version >= 9) {
+		// KIP-345: a known static member coming back is given the
 		// current generation and its old assignment, without a rebalance.
+		// The leader too, from v9 (KIP-814): it is told to skip the
+		// assignment, and its SyncGroup gets its old one back. An older
+		// leader could not be told, and would assign again for nothing:
+		// it rebalances instead.
 		m.setJoin(j.req, j.ci, j.session, j.rebalance)
 		m.heartbeat(j.now)
-		return g.joinResponse(j.req.Version, m), nil
+		resp := g.joinResponse(j.req.Version, m)
+		resp.SkipAssignment = wasLeader
+		return resp, nil
 	}
 	wait := g.awaitJoin(m, j)
 	if g.state == statePreparingRebalance {

@@ -112,6 +112,7 @@ func TestFranzGoGroupConsumers(t *testing.T) {
 	store := newMemStore()
 	c := newOpened(t, store, Options{
 		TopicExists: func(topic string, p int32) bool { return topic == "t" && p >= 0 && p < 3 },
+		Topics:      fakeTopics{{Name: "t", ID: testTopicID, Partitions: 3}},
 	})
 	b, err := startTestBroker(c, "t", 3)
 	if err != nil {

@@ -8,9 +8,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// groupType is the ListGroups v5 type of every group here: only the
-// classic protocol is implemented.
-const groupType = "classic"
+// Group types as ListGroups v5 names them.
+const (
+	groupTypeClassic  = "classic"
+	groupTypeConsumer = "consumer"
+)
 
 // ListGroups handles a ListGroups request (v0-v5): every group with
 // members or committed offsets.
@@ -26,15 +28,15 @@ func (c *Coordinator) ListGroups(_ context.Context, req *kmsg.ListGroupsRequest)
 		resp.ErrorCode = code
 		return resp
 	}
-	type listed struct{ name, protocolType, state string }
+	type listed struct{ name, protocolType, state, groupType string }
 	var all []listed
 	c.mu.Lock()
 	for name, g := range c.groups {
-		all = append(all, listed{name, g.protocolType, g.state.String()})
+		all = append(all, listed{name, g.protocolType, g.stateName(), g.groupTypeName()})
 	}
 	for _, name := range c.offsets.groupNames() {
 		if c.groups[name] == nil {
-			all = append(all, listed{name, "", stateEmpty.String()})
+			all = append(all, listed{name, "", stateEmpty.String(), groupTypeClassic})
 		}
 	}
 	c.mu.Unlock()
@@ -52,14 +54,14 @@ func (c *Coordinator) ListGroups(_ context.Context, req *kmsg.ListGroupsRequest)
 		return false
 	}
 	for _, l := range all {
-		if !matches(req.StatesFilter, l.state) || !matches(req.TypesFilter, groupType) {
+		if !matches(req.StatesFilter, l.state) || !matches(req.TypesFilter, l.groupType) {
 			continue
 		}
 		lg := kmsg.NewListGroupsResponseGroup()
 		lg.Group = l.name
 		lg.ProtocolType = l.protocolType
 		lg.GroupState = l.state
-		lg.GroupType = groupType
+		lg.GroupType = l.groupType
 		resp.Groups = append(resp.Groups, lg)
 	}
 	return resp

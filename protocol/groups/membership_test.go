@@ -293,16 +293,33 @@ func TestStaticMemberRejoinKeepsAssignment(t *testing.T) {
 	allCodes(t, "old b commit", c.OffsetCommit(context.Background(), oc), kerr.FencedInstanceID.Code)
 }
 
-func TestStaticLeaderRejoinTriggersRebalance(t *testing.T) {
+// TestStaticLeaderRejoin: a static leader coming back with JoinGroup v9
+// is told to skip the assignment (KIP-814) and gets its old one back from
+// SyncGroup, with no rebalance; before v9 it could not be told, and the
+// group rebalances so that its assignment is not computed for nothing.
+func TestStaticLeaderRejoin(t *testing.T) {
 	c := newOpened(t, nil, testOpts())
 	ja := c.JoinGroup(context.Background(), joinReq("g", withInstance("ia")))
 	a := ja.MemberID
 	c.SyncGroup(context.Background(), syncReq("g", a, ja.Generation, map[string]string{a: "x"}))
-	// The leader must compute assignments, so its restart rebalances.
+
 	ja2 := c.JoinGroup(context.Background(), joinReq("g", withInstance("ia")))
-	wantCode(t, "leader rejoin", ja2.ErrorCode, 0)
-	if ja2.Generation != ja.Generation+1 || ja2.LeaderID != ja2.MemberID || ja2.MemberID == a {
-		t.Fatalf("leader rejoin: %+v", ja2)
+	wantCode(t, "leader rejoin v9", ja2.ErrorCode, 0)
+	if ja2.Generation != ja.Generation || ja2.LeaderID != ja2.MemberID || ja2.MemberID == a || !ja2.SkipAssignment || len(ja2.Members) != 1 {
+		t.Fatalf("leader rejoin v9: %+v", ja2)
+	}
+	s := syncReq("g", ja2.MemberID, ja2.Generation, nil)
+	s.InstanceID = kmsg.StringPtr("ia")
+	sr := c.SyncGroup(context.Background(), s)
+	wantCode(t, "sync after the leader rejoined", sr.ErrorCode, 0)
+	if string(sr.MemberAssignment) != "x" {
+		t.Fatalf("assignment after the leader rejoined: %q, want x", sr.MemberAssignment)
+	}
+
+	ja3 := c.JoinGroup(context.Background(), joinReq("g", withInstance("ia"), withVersion(8)))
+	wantCode(t, "leader rejoin v8", ja3.ErrorCode, 0)
+	if ja3.Generation != ja2.Generation+1 || ja3.LeaderID != ja3.MemberID {
+		t.Fatalf("leader rejoin v8: %+v", ja3)
 	}
 }
 

@@ -9,13 +9,16 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// OffsetCommit handles an OffsetCommit request (v2-v8). The offsets are
+// OffsetCommit handles an OffsetCommit request (v2-v10). The offsets are
 // durable in the OffsetStore before the response says so.
 //
 // Version notes: v2-v4 carry a retention time, which is accepted and not
 // applied (offsets expire by the coordinator's OffsetsRetention, as in
 // Kafka 2.1+); v5 drops it; v6 adds the leader
-// epoch per partition; v7 adds group.instance.id; v8 is flexible.
+// epoch per partition; v7 adds group.instance.id; v8 is flexible; v9 lets
+// a consumer-protocol member (KIP-848) commit with its member epoch in the
+// generation field, a stale one answering STALE_MEMBER_EPOCH; v10 names
+// topics by id, an unknown id answering UNKNOWN_TOPIC_ID.
 //
 // Who may commit, as in Kafka: a member of the current generation; or,
 // for a group without members, anyone with generation -1 and no member id
@@ -25,9 +28,17 @@ import (
 func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
 	resp := kmsg.NewPtrOffsetCommitResponse()
 	resp.Version = req.Version
+	if req.Version >= 10 {
+		// Topics by id: resolved to the names offsets are kept under.
+		view := c.topicView()
+		for i := range req.Topics {
+			req.Topics[i].Topic = view.byID[req.Topics[i].TopicID].Name
+		}
+	}
 	for _, t := range req.Topics {
 		rt := kmsg.NewOffsetCommitResponseTopic()
 		rt.Topic = t.Topic
+		rt.TopicID = t.TopicID
 		for _, p := range t.Partitions {
 			rp := kmsg.NewOffsetCommitResponseTopicPartition()
 			rp.Partition = p.Partition
@@ -55,6 +66,9 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 	code := c.validateCommit(req, now)
 	c.mu.Unlock()
 	if code != 0 {
+		// The client's news, not the gateway's: debug.
+		c.log.Debug().Str("group", req.Group).Str("member", req.MemberID).Int32("generation", req.Generation).
+			Int16("version", req.Version).Str("error", kerr.ErrorForCode(code).Error()).Msg("offset commit refused")
 		return setAll(code)
 	}
 
@@ -69,6 +83,10 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 			md := ""
 			if p.Metadata != nil {
 				md = *p.Metadata
+			}
+			if t.Topic == "" && req.Version >= 10 {
+				rp.ErrorCode = kerr.UnknownTopicID.Code
+				continue
 			}
 			if rp.ErrorCode = c.CheckOffset(t.Topic, p.Partition, md); rp.ErrorCode == 0 {
 				epoch := p.LeaderEpoch
@@ -141,6 +159,9 @@ func (c *Coordinator) validateCommit(req *kmsg.OffsetCommitRequest, now time.Tim
 			return kerr.UnknownMemberID.Code
 		}
 	}
+	if g.consumer != nil {
+		return g.consumer.validateCommit(req, simple, c.lastView)
+	}
 	if simple {
 		if len(g.members) > 0 {
 			// Only members commit to a group that has members.
@@ -161,4 +182,52 @@ func (c *Coordinator) validateCommit(req *kmsg.OffsetCommitRequest, now time.Tim
 	}
 	m.heartbeat(now)
 	return 0
+}
+
+// validateCommit decides whether a commit to a consumer group may land:
+// from one of its members at its current member epoch, or a simple
+// commit to a group without members, as Kafka's
+// ConsumerGroup.validateOffsetCommit. A member's commit at an older epoch
+// lands too when the member has held every committed partition since that
+// epoch (KIP-1251, Kafka 4.3): a client commits what it consumed while
+// its epoch moves on under it, and refusing that would make it consume
+// the records again.
+func (cg *consumerGroup) validateCommit(req *kmsg.OffsetCommitRequest, simple bool, view topicView) int16 {
+	if simple {
+		if len(cg.members) > 0 {
+			return kerr.UnknownMemberID.Code
+		}
+		return 0
+	}
+	m := cg.members[req.MemberID]
+	switch {
+	case m == nil:
+		return kerr.UnknownMemberID.Code
+	case req.Generation == m.epoch:
+		return 0
+	case req.Generation < m.epoch && m.heldSince(req, view):
+		return 0
+	case req.Version >= 9:
+		return kerr.StaleMemberEpoch.Code
+	default:
+		return kerr.IllegalGeneration.Code
+	}
+}
+
+// heldSince reports whether m has held every partition of the commit
+// since the commit's epoch.
+func (m *consumerMember) heldSince(req *kmsg.OffsetCommitRequest, view topicView) bool {
+	for _, t := range req.Topics {
+		info, ok := view.byName[t.Topic]
+		if !ok {
+			return false
+		}
+		for _, p := range t.Partitions {
+			e, ok := m.since[ownedPartition{info.ID, p.Partition}]
+			if !ok || e > req.Generation {
+				return false
+			}
+		}
+	}
+	return true
 }

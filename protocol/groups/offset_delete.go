@@ -91,6 +91,21 @@ func (c *Coordinator) offsetDelete(ctx context.Context, name string, resp *kmsg.
 // topic may be its). Called with c.mu held.
 func (g *group) subscribedTopics() (topics map[string]bool, ok bool) {
 	topics = map[string]bool{}
+	if g.consumer != nil {
+		for _, name := range g.c.lastView.names {
+			for _, m := range g.consumer.members {
+				if m.subscribes(name) {
+					topics[name] = true
+				}
+			}
+		}
+		for _, m := range g.consumer.members {
+			for _, name := range m.subscribedNames {
+				topics[name] = true
+			}
+		}
+		return topics, true
+	}
 	for _, m := range g.members {
 		var md kmsg.ConsumerMemberMetadata
 		if err := md.ReadFrom(m.metadata(g.protocol)); err != nil {

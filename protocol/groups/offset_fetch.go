@@ -7,44 +7,73 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// OffsetFetch handles an OffsetFetch request (v1-v8). A partition without
+// OffsetFetch handles an OffsetFetch request (v1-v10). A partition without
 // a committed offset answers offset -1 and no error, as in Kafka.
 //
 // Version notes: v2 adds a request-level error code and null topics
 // meaning "every committed partition of the group"; v5 adds the leader
 // epoch; v7 adds RequireStable: a partition an open transaction staged an
 // offset for answers UNSTABLE_OFFSET_COMMIT (Options.UnstableOffset), and
-// the client retries; v8 fetches several groups in one request.
+// the client retries; v8 fetches several groups in one request; v9 adds
+// the member id and epoch of a consumer-protocol member, which must be
+// current (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH); v10 names topics by id
+// (KIP-848), an unknown id answering UNKNOWN_TOPIC_ID.
 func (c *Coordinator) OffsetFetch(_ context.Context, req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetchResponse {
 	resp := kmsg.NewPtrOffsetFetchResponse()
 	resp.Version = req.Version
 
 	if req.Version >= 8 {
+		var view topicView
+		if req.Version >= 10 {
+			view = c.topicView()
+		}
 		for _, rg := range req.Groups {
 			var want []wantTopic
 			if rg.Topics != nil {
 				want = make([]wantTopic, 0, len(rg.Topics))
 				for _, t := range rg.Topics {
-					want = append(want, wantTopic{t.Topic, t.Partitions})
+					name := t.Topic
+					if req.Version >= 10 {
+						name = view.byID[t.TopicID].Name // "" when unknown: no offsets
+					}
+					want = append(want, wantTopic{name, t.Partitions})
 				}
 			}
 			code, topics := c.fetchGroup(rg.Group, want, rg.Topics == nil)
+			if code == 0 && req.Version >= 9 {
+				code = c.validateFetchMember(rg.Group, rg.MemberID, rg.MemberEpoch)
+				if code != 0 {
+					topics = nil
+				}
+			}
 			if code == 0 && rg.Topics == nil && req.RequireStable && c.unstableGroup(rg.Group) {
 				code, topics = kerr.UnstableOffsetCommit.Code, nil
 			}
 			sg := kmsg.NewOffsetFetchResponseGroup()
 			sg.Group = rg.Group
 			sg.ErrorCode = code
-			for _, t := range topics {
+			for i, t := range topics {
 				st := kmsg.NewOffsetFetchResponseGroupTopic()
 				st.Topic = t.topic
+				if req.Version >= 10 {
+					if rg.Topics != nil {
+						st.TopicID = rg.Topics[i].TopicID
+					} else if info, ok := view.byName[t.topic]; ok {
+						st.TopicID = info.ID
+					} else {
+						continue // a deleted topic has no id to name it by
+					}
+				}
 				for _, p := range t.parts {
 					sp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
 					sp.Partition = p.Partition
 					sp.Offset = p.Offset
 					sp.LeaderEpoch = p.LeaderEpoch
 					sp.Metadata = kmsg.StringPtr(p.Metadata)
-					if req.RequireStable && c.unstable(rg.Group, t.topic, p.Partition) {
+					switch {
+					case t.topic == "":
+						sp.ErrorCode = kerr.UnknownTopicID.Code
+					case req.RequireStable && c.unstable(rg.Group, t.topic, p.Partition):
 						sp.Offset, sp.ErrorCode = -1, kerr.UnstableOffsetCommit.Code
 					}
 					st.Partitions = append(st.Partitions, sp)
@@ -137,6 +166,29 @@ func (c *Coordinator) fetchGroup(group string, want []wantTopic, all bool) (int1
 		out = append(out, ft)
 	}
 	return code, out
+}
+
+// validateFetchMember checks the member id and epoch an OffsetFetch v9+
+// names against a consumer group, as Kafka's validateOffsetFetch: a member
+// epoch of -1 (not a member, or a classic group) is not checked.
+func (c *Coordinator) validateFetchMember(group string, memberID *string, epoch int32) int16 {
+	if epoch < 0 || memberID == nil {
+		return 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g := c.groups[group]
+	if g == nil || g.consumer == nil {
+		return 0
+	}
+	m := g.consumer.members[*memberID]
+	switch {
+	case m == nil:
+		return kerr.UnknownMemberID.Code
+	case m.epoch != epoch:
+		return kerr.StaleMemberEpoch.Code
+	}
+	return 0
 }
 
 // unstableGroup says whether an open transaction staged an offset for a

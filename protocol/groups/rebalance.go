@@ -149,6 +149,10 @@ func (g *group) completeJoin() {
 
 // expire applies the deadlines that have passed at now.
 func (g *group) expire(now time.Time) {
+	if g.consumer != nil {
+		g.consumer.expire(g, now)
+		return
+	}
 	pendingLapsed := g.expirePending(now)
 
 	expired := false
@@ -189,6 +193,9 @@ func (g *group) expire(now time.Time) {
 // nextDeadline is the earliest time at which expire has work to do, or
 // zero.
 func (g *group) nextDeadline() time.Time {
+	if g.consumer != nil {
+		return g.consumer.nextDeadline()
+	}
 	var next time.Time
 	consider := func(t time.Time) {
 		if !t.IsZero() && (next.IsZero() || t.Before(next)) {
