@@ -383,7 +383,9 @@ func hgCommitReq(group string, offset int64, metadata string) *kmsg.OffsetCommit
 
 func hgCommit(t *testing.T, addr, group string, offset int64) int16 {
 	t.Helper()
-	resp, err := hgCommitReq(group, offset, "").RequestWith(context.Background(), mustClient(t, addr))
+	// Pinned to the version the request is built for: the client would
+	// send the newest both speak, which names topics by id (v10).
+	resp, err := hgCommitReq(group, offset, "").RequestWith(context.Background(), pinned(t, addr, kmsg.OffsetCommit.Int16(), 7))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -399,7 +401,7 @@ func hgFetchCommitted(t *testing.T, addr, group string) int64 {
 	rt.Topic = topic
 	rt.Partitions = []int32{0}
 	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(context.Background(), mustClient(t, addr))
+	resp, err := req.RequestWith(context.Background(), pinned(t, addr, kmsg.OffsetFetch.Int16(), 7))
 	if err != nil {
 		t.Fatal(err)
 	}

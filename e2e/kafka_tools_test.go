@@ -775,6 +775,110 @@ func TestKafkaToolsConsoleConsumerKIP848(t *testing.T) {
 	}
 }
 
+// kafka-consumer-groups on a group of the KIP-848 consumer protocol with
+// two live members (franz-go's ServerSideBalancer): --describe --members
+// --verbose shows each member's epoch and current and target assignment,
+// --describe --state --verbose the group epoch, the assignor and the
+// state, --list --type the Consumer type; each row as kadm's
+// ConsumerGroupDescribe answer has it.
+func TestKafkaToolsDescribeConsumerProtocolGroup(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	d := startToolsData(t, ctx)
+	const group = "tools-848-live"
+	var clients []*kgo.Client
+	for i := range 2 {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(d.g.addr), kgo.ConsumerGroup(group), kgo.ConsumeTopics(kafkaToolsTopic),
+			kgo.ServerSideBalancer(), kgo.Balancers(kgo.CooperativeStickyBalancer()),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.ClientID(fmt.Sprintf("tools-848-member-%d", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		clients = append(clients, cl)
+		pctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for pctx.Err() == nil {
+				cl.PollFetches(pctx)
+			}
+		}()
+		t.Cleanup(func() { stop(); <-done; cl.Close() })
+	}
+	// Stable: both members hold their target assignment, one partition each.
+	var described kadm.DescribedConsumerGroup
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		dcg, err := d.adm.DescribeConsumerGroups(ctx, group)
+		if err != nil {
+			t.Fatal(err)
+		}
+		described = dcg[group]
+		if described.Err == nil && described.State == "Stable" && len(described.Members) == 2 &&
+			len(described.Members[0].Assignment[kafkaToolsTopic]) == 1 && len(described.Members[1].Assignment[kafkaToolsTopic]) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("consumer group %s not stable with two members in 60 s: %+v", group, described)
+		}
+	}
+	for _, cl := range clients {
+		if err := cl.CommitUncommittedOffsets(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	members := mustKafkaTool(t, d.g, "", "kafka-consumer-groups", "--bootstrap-server", d.g.addr,
+		"--describe", "--group", group, "--members", "--verbose")
+	rows := toolTable(members.stdout, "GROUP")
+	if len(rows) != 2 {
+		t.Fatalf("kafka-consumer-groups --describe --members --verbose: %d rows, want 2\n%s", len(rows), members)
+	}
+	for _, r := range rows {
+		var m *kadm.ConsumerGroupMember
+		for i := range described.Members {
+			if described.Members[i].MemberID == r["CONSUMER-ID"] {
+				m = &described.Members[i]
+			}
+		}
+		if m == nil {
+			t.Errorf("kafka-consumer-groups --describe --members: member %q is not one kadm describes\n%s", r["CONSUMER-ID"], members.stdout)
+			continue
+		}
+		want := map[string]string{"CLIENT-ID": m.ClientID, "#PARTITIONS": "1",
+			"CURRENT-EPOCH": strconv.Itoa(int(m.MemberEpoch)), "TARGET-EPOCH": strconv.Itoa(int(described.AssignmentEpoch))}
+		for k, v := range want {
+			if r[k] != v {
+				t.Errorf("kafka-consumer-groups --describe --members: %s %s = %q, kadm says %q\n%s", m.MemberID, k, r[k], v, members.stdout)
+			}
+		}
+		for _, col := range []string{"CURRENT-ASSIGNMENT", "TARGET-ASSIGNMENT"} {
+			if !strings.HasPrefix(r[col], kafkaToolsTopic+":") {
+				t.Errorf("kafka-consumer-groups --describe --members: %s %s = %q, want a partition of %s\n%s", m.MemberID, col, r[col], kafkaToolsTopic, members.stdout)
+			}
+		}
+	}
+
+	state := mustKafkaTool(t, d.g, "", "kafka-consumer-groups", "--bootstrap-server", d.g.addr,
+		"--describe", "--group", group, "--state", "--verbose")
+	srows := toolTable(state.stdout, "GROUP")
+	if len(srows) != 1 || srows[0]["ASSIGNMENT-STRATEGY"] != "uniform" || srows[0]["STATE"] != "Stable" ||
+		srows[0]["#MEMBERS"] != "2" || srows[0]["GROUP-EPOCH"] != strconv.Itoa(int(described.Epoch)) {
+		t.Errorf("kafka-consumer-groups --describe --state --verbose: %v, want uniform, Stable, 2 members, group epoch %d\n%s",
+			srows, described.Epoch, state)
+	}
+
+	typed := mustKafkaTool(t, d.g, "", "kafka-consumer-groups", "--bootstrap-server", d.g.addr, "--list", "--type")
+	found := false
+	for _, r := range toolTable(typed.stdout, "GROUP") {
+		if r["GROUP"] == group {
+			found = r["TYPE"] == "Consumer"
+		}
+	}
+	if !found {
+		t.Errorf("kafka-consumer-groups --list --type: %s is not listed as Consumer\n%s", group, typed.stdout)
+	}
+}
+
 // kafka-broker-api-versions prints the gateway's ApiVersions answer as
 // franz-go gets it; and no API the gateway serves may lag the Kafka 4.4
 // client's latest version, except those listed below with the reason the

@@ -2,6 +2,7 @@ package groups
 
 import (
 	"bytes"
+	"maps"
 	"slices"
 	"sort"
 )
@@ -68,91 +69,101 @@ func assignRange(in assignInput) map[string]topicPartitions {
 // to it, new partitions go to the least loaded member, and then partitions
 // move from the most to the least loaded members until that holds.
 func assignUniform(in assignInput) map[string]topicPartitions {
-	out := emptyAssignment(in.members)
-	eligible := make(map[[16]byte][]string) // topic -> subscribed members, sorted
-	for _, id := range in.members {
+	// Members by index into in.members (sorted ids): loads and eligibility
+	// are slices, as the balancing moves scan them many times.
+	n := len(in.members)
+	index := make(map[string]int, n)
+	for i, id := range in.members {
+		index[id] = i
+	}
+	held := make([]topicPartitions, n)
+	for i := range held {
+		held[i] = make(topicPartitions)
+	}
+	load := make([]int, n)
+	eligible := make(map[[16]byte][]int) // topic -> subscribed members, by index
+	for i, id := range in.members {
 		for _, t := range in.subscribed[id] {
-			eligible[t] = append(eligible[t], id)
+			eligible[t] = append(eligible[t], i)
 		}
 	}
-	topics := make([][16]byte, 0, len(eligible))
-	for t := range eligible {
-		topics = append(topics, t)
-	}
-	slices.SortFunc(topics, func(a, b [16]byte) int { return bytes.Compare(a[:], b[:]) })
+	topics := slices.SortedFunc(maps.Keys(eligible), func(a, b [16]byte) int { return bytes.Compare(a[:], b[:]) })
 
-	prevOwner := make(map[ownedPartition]string)
+	prevOwner := make(map[ownedPartition]int)
 	for id, prev := range in.previous {
-		if _, ok := out[id]; !ok {
+		i, ok := index[id]
+		if !ok {
 			continue // left the group
 		}
 		for t, ps := range prev {
 			if slices.Contains(in.subscribed[id], t) {
 				for _, p := range ps {
-					prevOwner[ownedPartition{t, p}] = id
+					prevOwner[ownedPartition{t, p}] = i
 				}
 			}
 		}
 	}
-	load := make(map[string]int, len(in.members))
 	var unowned []ownedPartition
 	for _, t := range topics {
 		for p := int32(0); p < in.partitions[t]; p++ {
-			owner := prevOwner[ownedPartition{t, p}]
-			if owner == "" {
+			owner, ok := prevOwner[ownedPartition{t, p}]
+			if !ok {
 				unowned = append(unowned, ownedPartition{t, p})
 				continue
 			}
-			out[owner].add(t, p)
+			held[owner][t] = append(held[owner][t], p) // p ascends: stays sorted
 			load[owner]++
 		}
 	}
-	leastLoaded := func(t [16]byte) string {
-		best := ""
-		for _, id := range eligible[t] {
-			if best == "" || load[id] < load[best] {
-				best = id
+	leastLoaded := func(t [16]byte) int {
+		best := -1
+		for _, i := range eligible[t] {
+			if best < 0 || load[i] < load[best] {
+				best = i
 			}
 		}
 		return best
 	}
 	for _, tp := range unowned {
-		id := leastLoaded(tp.topic)
-		out[id].add(tp.topic, tp.partition)
-		load[id]++
+		i := leastLoaded(tp.topic)
+		held[i].add(tp.topic, tp.partition)
+		load[i]++
 	}
-	// Balance: move a partition from a member to an eligible one holding
-	// at least two fewer, until no such move exists. Each move lowers the
-	// sum of squared loads, so this ends.
+	// Balance: move partitions from the most loaded members to eligible
+	// ones holding at least two fewer, until no such move exists. Each move
+	// lowers the sum of squared loads, so this ends; a pass moves all it
+	// can from each member in turn, so few passes are needed, and a move
+	// costs a scan of the topic's members (BenchmarkUniformAssignor).
+	byLoad := make([]int, n)
+	for i := range byLoad {
+		byLoad[i] = i
+	}
 	for moved := true; moved; {
 		moved = false
-		order := slices.Clone(in.members)
-		sort.SliceStable(order, func(i, j int) bool { return load[order[i]] > load[order[j]] })
-		for _, from := range order {
+		sort.SliceStable(byLoad, func(a, b int) bool { return load[byLoad[a]] > load[byLoad[b]] })
+		for _, from := range byLoad {
 			for _, t := range topics {
-				ps := out[from][t]
-				if len(ps) == 0 {
-					continue
+				for len(held[from][t]) > 0 {
+					to := leastLoaded(t)
+					if load[to] > load[from]-2 {
+						break
+					}
+					ps := held[from][t]
+					held[from][t] = ps[:len(ps)-1]
+					held[to].add(t, ps[len(ps)-1])
+					load[from]--
+					load[to]++
+					moved = true
 				}
-				to := leastLoaded(t)
-				if load[to] > load[from]-2 {
-					continue
+				if len(held[from][t]) == 0 {
+					delete(held[from], t)
 				}
-				p := ps[len(ps)-1]
-				out[from][t] = ps[:len(ps)-1]
-				if len(out[from][t]) == 0 {
-					delete(out[from], t)
-				}
-				out[to].add(t, p)
-				load[from]--
-				load[to]++
-				moved = true
-				break
-			}
-			if moved {
-				break
 			}
 		}
+	}
+	out := make(map[string]topicPartitions, n)
+	for i, id := range in.members {
+		out[id] = held[i]
 	}
 	return out
 }

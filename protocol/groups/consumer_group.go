@@ -99,6 +99,12 @@ type consumerMember struct {
 	regex            *regexp.Regexp // compiled subscribedRegex
 	assignor         string         // the member's server assignor, "" for the default
 
+	// topicIDs are the subscribed topics' ids, resolved against the view
+	// of version resolvedVer (topicView.subscribed).
+	topicIDs    [][16]byte
+	resolved    bool
+	resolvedVer uint64
+
 	assigned topicPartitions // what the member may consume now
 	revoking topicPartitions // what it must give up before moving on
 	// since is the member epoch each partition of assigned and revoking
@@ -114,6 +120,21 @@ type consumerMember struct {
 	// staticLeft: a static member said it will come back (epoch -2); it
 	// keeps its assignment until its session expires.
 	staticLeft bool
+}
+
+// releaseRevoking gives up what m is revoking, as if it had revoked it:
+// a static member that left for now consumes nothing.
+func (m *consumerMember) releaseRevoking() {
+	for t, ps := range m.revoking {
+		for _, p := range ps {
+			delete(m.since, ownedPartition{t, p})
+		}
+	}
+	m.revoking = nil
+	m.revokeDeadline = time.Time{}
+	if m.state == memberUnrevoked {
+		m.state = memberStable
+	}
 }
 
 // subscribes reports whether the member subscribes to topic name.
@@ -203,22 +224,16 @@ func (cg *consumerGroup) reconcile(m *consumerMember, owned topicPartitions, now
 			return false // still revoking
 		}
 		// Revoked: the member may move on to the target epoch.
-		m.revoking = nil
-		m.revokeDeadline = time.Time{}
-		for tp := range m.since {
-			if !m.assigned.contains(tp.topic, tp.partition) {
-				delete(m.since, tp)
-			}
-		}
-		cg.nextAssignment(m, now)
+		m.releaseRevoking()
+		cg.nextAssignment(m, owned, now)
 		return true
 	case memberUnreleased:
-		return cg.nextAssignment(m, now)
+		return cg.nextAssignment(m, owned, now)
 	default:
 		if m.epoch == cg.assignmentEpoch {
 			return false
 		}
-		return cg.nextAssignment(m, now)
+		return cg.nextAssignment(m, owned, now)
 	}
 }
 
@@ -236,8 +251,11 @@ func ownsAny(owned, a topicPartitions) bool {
 
 // nextAssignment computes m's next assignment towards the target of the
 // assignment epoch: the partitions it keeps, those it must revoke first,
-// and the new ones no other member holds any more.
-func (cg *consumerGroup) nextAssignment(m *consumerMember, now time.Time) bool {
+// and the new ones no other member holds any more. Partitions to revoke
+// that the member says it no longer owns (owned, nil when it did not say)
+// need no revocation round, as Kafka's ownsRevokedPartitions decides: a
+// static member back after a restart owns nothing.
+func (cg *consumerGroup) nextAssignment(m *consumerMember, owned topicPartitions, now time.Time) bool {
 	target := cg.target[m.id]
 	owners := cg.owners(m.id)
 	keep := make(topicPartitions)
@@ -252,7 +270,7 @@ func (cg *consumerGroup) nextAssignment(m *consumerMember, now time.Time) bool {
 			}
 		}
 	}
-	if revoke.size() > 0 {
+	if revoke.size() > 0 && (owned == nil || ownsAny(owned, revoke)) {
 		// Revoke first, at the current epoch, holding only what it keeps
 		// (since still covers the revoked ones: they are the member's
 		// until it says it gave them up, and it commits them first).

@@ -2,7 +2,9 @@ package groups
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -448,4 +450,98 @@ func TestConsumerCommitAtAnOlderEpoch(t *testing.T) {
 	wantCode(t, "commit of a partition regained later", commit(regainedP, old), kerr.StaleMemberEpoch.Code)
 	wantCode(t, "commit at a future epoch", commit(keptP, m1.epoch+1), kerr.StaleMemberEpoch.Code)
 	wantCode(t, "commit at the current epoch", commit(regainedP, m1.epoch), 0)
+}
+
+// TestConsumerCommitsOfMovedPartitionsAreRefused: a partition that moved to
+// another member is no longer the old owner's to commit, at any epoch; a
+// transactional commit must be at the current epoch (KIP-447 fencing).
+func TestConsumerCommitsOfMovedPartitionsAreRefused(t *testing.T) {
+	c := newOpened(t, nil, consumerOpts(topicA))
+	m1 := joinConsumer(t, c, "g", "m1", "a")
+	old := m1.epoch
+	m2 := joinConsumer(t, c, "g", "m2", "a")
+	settle(t, m1, m2)
+	moved := m2.owned[topicA.ID][0]
+	commit := func(p int32, epoch int32) int16 {
+		r := kmsg.NewPtrOffsetCommitRequest()
+		r.Version = 9
+		r.Group, r.MemberID, r.Generation = "g", "m1", epoch
+		r.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "a", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: p, Offset: 7}}}}
+		return c.OffsetCommit(context.Background(), r).Topics[0].Partitions[0].ErrorCode
+	}
+	wantCode(t, "old owner's commit at its old epoch", commit(moved, old), kerr.StaleMemberEpoch.Code)
+	wantCode(t, "old owner's commit at its current epoch", commit(moved, m1.epoch), kerr.StaleMemberEpoch.Code)
+	wantCode(t, "own partition", commit(m1.owned[topicA.ID][0], m1.epoch), 0)
+
+	txn := kmsg.NewPtrTxnOffsetCommitRequest()
+	txn.Version = 3
+	txn.Group, txn.MemberID, txn.Generation = "g", "m1", old
+	wantCode(t, "transactional commit at an old epoch", c.ValidateTxnOffsetCommit(txn), kerr.IllegalGeneration.Code)
+	txn.Generation = m1.epoch
+	wantCode(t, "transactional commit at the current epoch", c.ValidateTxnOffsetCommit(txn), 0)
+}
+
+// TestConsumerStaticLeaveIsFenced: a stale process cannot take its
+// successor out of the group; a static member leaving for now releases what
+// it was revoking at once, so the others do not wait for it.
+func TestConsumerStaticLeaveIsFenced(t *testing.T) {
+	c := newOpened(t, nil, consumerOpts(topicA))
+	static := func(id, instance string) *cmember {
+		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		req.Version = 1
+		req.Group, req.MemberID, req.InstanceID = "g", id, kmsg.StringPtr(instance)
+		req.RebalanceTimeoutMillis = 60000
+		req.SubscribedTopicNames = []string{"a"}
+		req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+		m := &cmember{t: t, c: c, group: "g", id: id, owned: topicPartitions{}}
+		m.apply(c.ConsumerGroupHeartbeat(context.Background(), req))
+		return m
+	}
+	m1 := static("m1", "pod-1")
+	m2 := joinConsumer(t, c, "g", "m2", "a")
+	m2.heartbeat()
+	// m1 is told to revoke two partitions and leaves for now before it has.
+	m1.heartbeat()
+	if m1.owned.size() != 2 {
+		t.Fatalf("m1 was told to keep %v, want two partitions", m1.owned)
+	}
+	m1.owned = topicPartitions{topicA.ID: {0, 1, 2, 3}}
+	leave := m1.heartbeatReq()
+	leave.MemberEpoch, leave.InstanceID = -2, kmsg.StringPtr("pod-1")
+	stale := *leave
+	stale.MemberID = "m1-old-process"
+	wantCode(t, "a stale process's leave", c.ConsumerGroupHeartbeat(context.Background(), &stale).ErrorCode, kerr.FencedInstanceID.Code)
+	wantCode(t, "static leave", c.ConsumerGroupHeartbeat(context.Background(), leave).ErrorCode, 0)
+	m2.heartbeat()
+	if m2.owned.size() != 2 {
+		t.Fatalf("after m1 left for now, m2 owns %v, want the two partitions m1 was revoking", m2.owned)
+	}
+	req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	req.Version = 1
+	req.Group, req.MemberID, req.MemberEpoch = "g", "m3", 0
+	req.RebalanceTimeoutMillis = 60000
+	req.SubscribedTopicRegex = kmsg.StringPtr(strings.Repeat("(?:a?){50}", 60))
+	req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	wantCode(t, "a regex too large to match cheaply", c.ConsumerGroupHeartbeat(context.Background(), req).ErrorCode, kerr.InvalidRegularExpression.Code)
+}
+
+// BenchmarkUniformAssignor: a thousand members taking ten thousand
+// partitions from one previous owner, the worst case of the balancing
+// moves, which run under the coordinator's lock.
+func BenchmarkUniformAssignor(b *testing.B) {
+	ids := make([]string, 1000)
+	sub := map[string][][16]byte{}
+	for i := range ids {
+		ids[i] = fmt.Sprintf("m%04d", i)
+		sub[ids[i]] = [][16]byte{{1}}
+	}
+	parts := map[[16]byte]int32{{1}: 10000}
+	prev := map[string]topicPartitions{"m0000": {}}
+	for p := int32(0); p < 10000; p++ {
+		prev["m0000"].add([16]byte{1}, p)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		assignUniform(assignInput{members: ids, subscribed: sub, partitions: parts, previous: prev})
+	}
 }

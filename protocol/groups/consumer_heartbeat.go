@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"regexp"
+	"regexp/syntax"
 	"slices"
 	"time"
 
@@ -56,19 +57,24 @@ func (c *Coordinator) ConsumerGroupHeartbeat(ctx context.Context, req *kmsg.Cons
 	}
 	var regex *regexp.Regexp
 	if req.SubscribedTopicRegex != nil && *req.SubscribedTopicRegex != "" {
-		re, err := regexp.Compile("^(?:" + *req.SubscribedTopicRegex + ")$")
+		re, err := compileSubscription(*req.SubscribedTopicRegex)
 		if err != nil {
 			return fail(kerr.InvalidRegularExpression.Code, fmt.Sprintf("SubscribedTopicRegex %q is invalid: %v", *req.SubscribedTopicRegex, err))
 		}
 		regex = re
 	}
+	// What the member owns, sorted, before the lock: building it is the
+	// one cost of a heartbeat that grows with what a client sends.
+	owned, code := ownedPartitions(req.Topics)
+	if code != 0 {
+		return fail(code, fmt.Sprintf("at most %d owned partitions", maxOwnedPartitions))
+	}
 	view := c.topicView()
 	now := time.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	// The timer loop assigns with the last view when members expire.
-	c.lastView = view
-	h := consumerHeartbeat{c: c, req: req, ci: clientFrom(ctx), view: view, regex: regex, now: now, resp: resp}
+	view = c.adoptView(view)
+	h := consumerHeartbeat{c: c, req: req, ci: clientFrom(ctx), view: view, regex: regex, owned: owned, now: now, resp: resp}
 	if code, msg := h.run(); code != 0 {
 		return fail(code, msg)
 	}
@@ -87,6 +93,8 @@ func validHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest) (int16, string) {
 		return kerr.InvalidRequest.Code, "InstanceId can't be empty."
 	case req.RackID != nil && *req.RackID == "":
 		return kerr.InvalidRequest.Code, "RackId can't be empty."
+	case req.RackID != nil && len(*req.RackID) > maxIDBytes:
+		return kerr.InvalidRequest.Code, "RackId is too long."
 	case req.Version >= 1 && req.MemberID == "":
 		return kerr.InvalidRequest.Code, "MemberId can't be empty."
 	case req.MemberEpoch != joinEpoch && req.MemberID == "":
@@ -124,12 +132,61 @@ func validHeartbeat(req *kmsg.ConsumerGroupHeartbeatRequest) (int16, string) {
 	return 0, ""
 }
 
-// What one member's subscription may hold: with MaxGroupSize members, a
-// group's subscriptions stay within a few hundred MiB whatever clients send.
+// What one member's heartbeat may hold: with MaxGroupSize members, a
+// group's subscriptions stay within a few hundred MiB, and a heartbeat's
+// work under the coordinator's lock small, whatever clients send.
 const (
 	maxSubscribedTopics = 1000
 	maxRegexBytes       = 4096
+	// maxRegexInsts bounds the compiled program of a subscription regex:
+	// RE2 matches in time linear in program size times name length, and
+	// every topic name is matched against it when the topics change.
+	maxRegexInsts = 2000
+	// maxOwnedPartitions bounds the partitions a heartbeat says it owns.
+	maxOwnedPartitions = 100_000
 )
+
+// compileSubscription compiles a subscription regex (RE2, as Kafka's
+// RE2/J), anchored at both ends as Kafka matches whole topic names, and
+// refuses one whose program is too large to match cheaply.
+func compileSubscription(expr string) (*regexp.Regexp, error) {
+	anchored := "^(?:" + expr + ")$"
+	parsed, err := syntax.Parse(anchored, syntax.Perl)
+	if err != nil {
+		return nil, err
+	}
+	prog, err := syntax.Compile(parsed.Simplify())
+	if err != nil {
+		return nil, err
+	}
+	if len(prog.Inst) > maxRegexInsts {
+		return nil, fmt.Errorf("compiles to %d instructions, more than %d", len(prog.Inst), maxRegexInsts)
+	}
+	return regexp.Compile(anchored)
+}
+
+// ownedPartitions is what a heartbeat's Topics say the member owns
+// (nil: not said), or INVALID_REQUEST when that is more than any member
+// may own.
+func ownedPartitions(topics []kmsg.ConsumerGroupHeartbeatRequestTopic) (topicPartitions, int16) {
+	if topics == nil {
+		return nil, 0
+	}
+	out := make(topicPartitions, len(topics))
+	n := 0
+	for _, t := range topics {
+		n += len(t.Partitions)
+		if n > maxOwnedPartitions {
+			return nil, kerr.InvalidRequest.Code
+		}
+		out[t.TopicID] = append(out[t.TopicID], t.Partitions...)
+	}
+	for t, ps := range out {
+		slices.Sort(ps)
+		out[t] = slices.Compact(ps)
+	}
+	return out, 0
+}
 
 // consumerHeartbeat carries one ConsumerGroupHeartbeat through the coordinator,
 // under its lock.
@@ -139,6 +196,7 @@ type consumerHeartbeat struct {
 	ci    clientInfo
 	view  topicView
 	regex *regexp.Regexp
+	owned topicPartitions // what the member says it owns; nil: not said
 	now   time.Time
 	resp  *kmsg.ConsumerGroupHeartbeatResponse
 }
@@ -184,7 +242,7 @@ func (h consumerHeartbeat) run() (int16, string) {
 		if req.InstanceID != nil && cg.static[*req.InstanceID] != m.id {
 			return kerr.FencedInstanceID.Code, ""
 		}
-		if req.MemberEpoch != m.epoch && !(req.MemberEpoch == m.prevEpoch && req.Topics != nil && h.ownedWithin(m.assigned)) {
+		if req.MemberEpoch != m.epoch && !(req.MemberEpoch == m.prevEpoch && h.owned != nil && h.ownedWithin(m.assigned)) {
 			// A newer epoch than the member's is a client bug or a fenced
 			// zombie; an older one is fine only when the member lost the
 			// answer that moved it on (it still owns only what it may).
@@ -197,17 +255,8 @@ func (h consumerHeartbeat) run() (int16, string) {
 	m.deadline = h.now.Add(h.c.opts.ConsumerSessionTimeout)
 	cg.refresh(g, h.view, bump)
 
-	var owned topicPartitions
-	if req.Topics != nil {
-		owned = make(topicPartitions)
-		for _, t := range req.Topics {
-			for _, p := range t.Partitions {
-				owned.add(t.TopicID, p)
-			}
-		}
-	}
 	before := m.assigned.clone()
-	cg.reconcile(m, owned, h.now)
+	cg.reconcile(m, h.owned, h.now)
 	h.c.schedule(m.deadline)
 	if !m.revokeDeadline.IsZero() {
 		h.c.schedule(m.revokeDeadline)
@@ -229,9 +278,9 @@ func (h consumerHeartbeat) run() (int16, string) {
 // ownedWithin reports whether the partitions the request says the member
 // owns are all within a.
 func (h consumerHeartbeat) ownedWithin(a topicPartitions) bool {
-	for _, t := range h.req.Topics {
-		for _, p := range t.Partitions {
-			if !a.contains(t.TopicID, p) {
+	for t, ps := range h.owned {
+		for _, p := range ps {
+			if !a.contains(t, p) {
 				return false
 			}
 		}
@@ -308,11 +357,13 @@ func (h consumerHeartbeat) update(m *consumerMember) bool {
 		names = slices.Compact(names)
 		if !slices.Equal(names, m.subscribedNames) {
 			m.subscribedNames, changed = names, true
+			m.resolved = false
 		}
 	}
 	if req.SubscribedTopicRegex != nil {
 		if re := *req.SubscribedTopicRegex; m.subscribedRegex == nil || *m.subscribedRegex != re {
 			m.subscribedRegex, m.regex, changed = kmsg.StringPtr(re), h.regex, true
+			m.resolved = false
 			if re == "" {
 				m.subscribedRegex, m.regex = nil, nil
 			}
@@ -334,23 +385,34 @@ func (h consumerHeartbeat) leave() (int16, string) {
 	}
 	defer h.c.forget(g)
 	cg := g.consumer
-	m := cg.members[req.MemberID]
-	if m == nil && req.InstanceID != nil {
-		m = cg.members[cg.static[*req.InstanceID]]
+	if req.InstanceID != nil {
+		// A stale process of a static member must not take its
+		// successor out of the group (Kafka's throwIfInstanceIdIsFenced).
+		if cur, ok := cg.static[*req.InstanceID]; ok && cur != req.MemberID {
+			return kerr.FencedInstanceID.Code, ""
+		}
 	}
+	m := cg.members[req.MemberID]
 	if m == nil {
 		return kerr.UnknownMemberID.Code, ""
+	}
+	if req.MemberEpoch == staticLeaveEpoch && (m.instanceID == nil || *m.instanceID != *req.InstanceID) {
+		return kerr.FencedInstanceID.Code, ""
 	}
 	h.resp.MemberID = kmsg.StringPtr(req.MemberID)
 	h.resp.MemberEpoch = req.MemberEpoch
 	if req.MemberEpoch == staticLeaveEpoch {
+		// Gone for now: what it was revoking is released at once (it
+		// consumes nothing until it is back); what it keeps waits for it.
 		m.staticLeft = true
+		m.releaseRevoking()
 		m.deadline = h.now.Add(h.c.opts.ConsumerSessionTimeout)
 		h.c.schedule(m.deadline)
 		h.c.log.Debug().Str("group", g.name).Str("member", m.id).Msg("static consumer member left temporarily")
 		return 0, ""
 	}
 	cg.remove(m)
+	g.consumerMemberRemoved()
 	cg.refresh(g, h.view, true)
 	h.c.log.Debug().Str("group", g.name).Str("member", m.id).Msg("consumer member left")
 	return 0, ""
@@ -364,6 +426,14 @@ func (g *group) toConsumer() {
 	g.protocol = ""
 	g.leader = ""
 	g.state = stateEmpty
+}
+
+// consumerMemberRemoved starts the retention clock of the group's offsets
+// when its last member is gone, as removeMember does for classic groups.
+func (g *group) consumerMemberRemoved() {
+	if len(g.consumer.members) == 0 {
+		g.c.offsets.touch(g.name, g.c.opts.Now())
+	}
 }
 
 // remove drops m from the group; the caller bumps the group epoch.
@@ -427,6 +497,7 @@ func (cg *consumerGroup) expire(g *group, now time.Time) {
 		removed = true
 	}
 	if removed {
+		g.consumerMemberRemoved()
 		cg.refresh(g, g.c.lastView, true)
 	}
 }

@@ -190,9 +190,11 @@ type Coordinator struct {
 
 	offsets *offsetTable
 
-	// lastView is the topic list of the latest consumer heartbeat, which
-	// the timer loop assigns with when members expire.
+	// lastView is the newest topic list a consumer heartbeat looked at
+	// (adoptView), which the timer loop assigns with when members expire;
+	// viewSeq orders views by when they were taken.
 	lastView topicView
+	viewSeq  atomic.Uint64
 
 	openMu sync.Mutex // serialises Open so offsets are loaded once
 

@@ -1,8 +1,11 @@
-// Package groups is the group coordinator of the classic Kafka consumer group
-// protocol (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, DescribeGroups,
-// ListGroups, DeleteGroups) and the keeper of committed offsets (OffsetCommit,
-// OffsetFetch, OffsetDelete, and a transaction's offsets once it commits),
-// which it persists through an OffsetStore.
+// Package groups is the group coordinator of both Kafka consumer group
+// protocols: the classic one (JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
+// DescribeGroups) and the consumer protocol of KIP-848
+// (ConsumerGroupHeartbeat, ConsumerGroupDescribe: consumer_*.go, where the
+// coordinator assigns), with ListGroups and DeleteGroups for both; and the
+// keeper of committed offsets (OffsetCommit, OffsetFetch, OffsetDelete, and a
+// transaction's offsets once it commits), which it persists through an
+// OffsetStore.
 //
 // It is part of the Kafka front end: it speaks kmsg requests and responses
 // and chooses Kafka error codes. It must not import fetch/, topics/,
@@ -28,12 +31,21 @@
 // Options.OffsetsRetention (offset_expiry.go), so dead groups stop pinning
 // table history; CommittedOffsets tells the gateway what the rest pin.
 //
+// A consumer-protocol group moves each member towards the target
+// assignment of the group epoch one heartbeat at a time, a partition going
+// to its new owner only once its old owner revoked it (consumer_group.go);
+// the target is computed by a server-side assignor (consumer_assignors.go)
+// when the group epoch changes. Topics are named by id there, from
+// Options.Topics, looked at before the coordinator's lock is taken.
+//
 // Bounds. Whatever a client sends, what the coordinator keeps is bounded
 // (limits.go, pending.go): ids of at most 249 bytes, Options.MaxGroupSize
 // members a group, Options.MaxGroups groups with members and as many with
 // committed offsets, Options.MaxPendingPerClient pending member ids per
 // client host (each lapsing within Options.PendingMemberTimeout), offsets
 // only for partitions the gateway serves, metadata of at most
-// Options.MaxMetadataBytes. Each refusal carries the Kafka error code a
-// client knows how to handle.
+// Options.MaxMetadataBytes; for consumer-protocol members, at most 1,000
+// subscribed names, a subscription regex of bounded program size, 100,000
+// owned partitions a heartbeat (consumer_heartbeat.go). Each refusal
+// carries the Kafka error code a client knows how to handle.
 package groups

@@ -236,7 +236,6 @@ func (g *group) awaitJoin(m *member, j joining) chan *kmsg.JoinGroupResponse {
 // instance id under a new member id and the old id is fenced.
 func (g *group) replaceStatic(old *member, id string, j joining) (*kmsg.JoinGroupResponse, chan *kmsg.JoinGroupResponse) {
 	g.failMember(old, kerr.FencedInstanceID.Code)
-	unchanged := old.sameProtocols(j.req.ProtocolType, j.req.Protocols)
 	wasLeader := old.id == g.leader
 
 	m := &member{
@@ -244,8 +243,16 @@ func (g *group) replaceStatic(old *member, id string, j joining) (*kmsg.JoinGrou
 		instanceID: old.instanceID,
 		assignment: old.assignment,
 	}
+	m.setJoin(j.req, j.ci, j.session, j.rebalance)
 	delete(g.members, old.id)
 	g.members[id] = m
+	// As Kafka: the rejoin changes nothing when the group would select
+	// the same protocol. The metadata may differ, and does: a restarted
+	// consumer's subscription carries no owned partitions and generation
+	// -1 (ConsumerProtocolSubscription v1-v3), so comparing it would
+	// rebalance on every restart.
+	selected, ok := g.selectProtocol()
+	unchanged := ok && selected == g.protocol && m.protocolType == g.protocolType
 	g.static[*m.instanceID] = id
 	if wasLeader {
 		g.leader = id
@@ -264,7 +271,6 @@ func (g *group) replaceStatic(old *member, id string, j joining) (*kmsg.JoinGrou
 		// assignment, and its SyncGroup gets its old one back. An older
 		// leader could not be told, and would assign again for nothing:
 		// it rebalances instead.
-		m.setJoin(j.req, j.ci, j.session, j.rebalance)
 		m.heartbeat(j.now)
 		resp := g.joinResponse(j.req.Version, m)
 		resp.SkipAssignment = wasLeader

@@ -267,9 +267,12 @@ func TestStaticMemberRejoinKeepsAssignment(t *testing.T) {
 	wantCode(t, "sync a", c.SyncGroup(context.Background(), syncReq("g", a, gen, map[string]string{a: "pa", b: "pb"})).ErrorCode, 0)
 	wantCode(t, "sync b", recv(t, "sync b", bSync).ErrorCode, 0)
 
-	// b restarts: same instance id, no member id. It gets a new member id
-	// in the same generation, without a rebalance, and its assignment.
-	jb2 := c.JoinGroup(context.Background(), joinReq("g", withInstance("ib")))
+	// b restarts: same instance id, no member id, and other metadata (a
+	// restarted consumer's subscription owns nothing yet). It gets a new
+	// member id in the same generation, without a rebalance, and its
+	// assignment.
+	restarted := func(r *kmsg.JoinGroupRequest) { r.Protocols[0].Metadata = []byte("restarted") }
+	jb2 := c.JoinGroup(context.Background(), joinReq("g", withInstance("ib"), restarted))
 	wantCode(t, "static rejoin", jb2.ErrorCode, 0)
 	if jb2.MemberID == b || jb2.Generation != gen || jb2.LeaderID != a {
 		t.Fatalf("static rejoin: member %q (old %q) generation %d (want %d) leader %q", jb2.MemberID, b, jb2.Generation, gen, jb2.LeaderID)

@@ -28,9 +28,11 @@ import (
 func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
 	resp := kmsg.NewPtrOffsetCommitResponse()
 	resp.Version = req.Version
+	// Topic ids (v10, and the partitions a consumer-group member holds)
+	// are resolved against one look at the topics.
+	view := c.topicView()
 	if req.Version >= 10 {
 		// Topics by id: resolved to the names offsets are kept under.
-		view := c.topicView()
 		for i := range req.Topics {
 			req.Topics[i].Topic = view.byID[req.Topics[i].TopicID].Name
 		}
@@ -63,7 +65,7 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 	}
 	now := time.Now()
 	c.mu.Lock()
-	code := c.validateCommit(req, now)
+	code, refused := c.validateCommit(req, now, view, false)
 	c.mu.Unlock()
 	if code != 0 {
 		// The client's news, not the gateway's: debug.
@@ -86,6 +88,10 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 			}
 			if t.Topic == "" && req.Version >= 10 {
 				rp.ErrorCode = kerr.UnknownTopicID.Code
+				continue
+			}
+			if rc := refused[partitionKey{t.Topic, p.Partition}]; rc != 0 {
+				rp.ErrorCode = rc
 				continue
 			}
 			if rp.ErrorCode = c.CheckOffset(t.Topic, p.Partition, md); rp.ErrorCode == 0 {
@@ -136,10 +142,18 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 	return resp
 }
 
+// partitionKey names a committed partition.
+type partitionKey struct {
+	topic     string
+	partition int32
+}
+
 // validateCommit decides whether the committer may commit to the group;
 // called with c.mu held. A successful commit of a member also counts as
-// its heartbeat, as in Kafka.
-func (c *Coordinator) validateCommit(req *kmsg.OffsetCommitRequest, now time.Time) int16 {
+// its heartbeat, as in Kafka. A member of a consumer group may be refused
+// some partitions only (refused, by partition); a transactional commit
+// (TxnOffsetCommit) must come from the member's current epoch.
+func (c *Coordinator) validateCommit(req *kmsg.OffsetCommitRequest, now time.Time, view topicView, transactional bool) (code int16, refused map[partitionKey]int16) {
 	instanceID := req.InstanceID
 	if req.Version < 7 {
 		instanceID = nil
@@ -152,82 +166,84 @@ func (c *Coordinator) validateCommit(req *kmsg.OffsetCommitRequest, now time.Tim
 		case req.Generation >= 0:
 			// A member of a generation this coordinator does not know (the
 			// gateway restarted, or the group emptied and was forgotten).
-			return kerr.IllegalGeneration.Code
+			return kerr.IllegalGeneration.Code, nil
 		case simple:
-			return 0
+			return 0, nil
 		default:
-			return kerr.UnknownMemberID.Code
+			return kerr.UnknownMemberID.Code, nil
 		}
 	}
 	if g.consumer != nil {
-		return g.consumer.validateCommit(req, simple, c.lastView)
+		return g.consumer.validateCommit(req, simple, view, transactional)
 	}
 	if simple {
 		if len(g.members) > 0 {
 			// Only members commit to a group that has members.
-			return kerr.UnknownMemberID.Code
+			return kerr.UnknownMemberID.Code, nil
 		}
-		return 0
+		return 0, nil
 	}
 	m, code := g.validateMember(req.MemberID, instanceID)
 	if code != 0 {
-		return code
+		return code, nil
 	}
 	if req.Generation != g.generation {
-		return kerr.IllegalGeneration.Code
+		return kerr.IllegalGeneration.Code, nil
 	}
 	if g.state == stateCompletingRebalance {
 		// Between join and sync nobody knows its partitions yet.
-		return kerr.RebalanceInProgress.Code
+		return kerr.RebalanceInProgress.Code, nil
 	}
 	m.heartbeat(now)
-	return 0
+	return 0, nil
 }
 
-// validateCommit decides whether a commit to a consumer group may land:
-// from one of its members at its current member epoch, or a simple
-// commit to a group without members, as Kafka's
-// ConsumerGroup.validateOffsetCommit. A member's commit at an older epoch
-// lands too when the member has held every committed partition since that
-// epoch (KIP-1251, Kafka 4.3): a client commits what it consumed while
-// its epoch moves on under it, and refusing that would make it consume
-// the records again.
-func (cg *consumerGroup) validateCommit(req *kmsg.OffsetCommitRequest, simple bool, view topicView) int16 {
+// validateCommit decides whether a commit to a consumer group may land,
+// as Kafka's ConsumerGroup.validateOffsetCommit: from one of its members,
+// or a simple commit to a group without members. A member commits at its
+// current epoch or an older one (KIP-1251, Kafka 4.3: a client commits
+// what it consumed while its epoch moves on under it, and refusing that
+// would make it consume the records again), and only partitions it has
+// held since that epoch: one that moved to another member since is
+// refused (STALE_MEMBER_EPOCH), so a late commit cannot overwrite the new
+// owner's offset. A transactional commit must be at the current epoch
+// (KIP-447 fencing).
+func (cg *consumerGroup) validateCommit(req *kmsg.OffsetCommitRequest, simple bool, view topicView, transactional bool) (int16, map[partitionKey]int16) {
 	if simple {
 		if len(cg.members) > 0 {
-			return kerr.UnknownMemberID.Code
+			return kerr.UnknownMemberID.Code, nil
 		}
-		return 0
+		return 0, nil
+	}
+	stale := kerr.StaleMemberEpoch.Code
+	if req.Version < 9 {
+		stale = kerr.IllegalGeneration.Code
 	}
 	m := cg.members[req.MemberID]
 	switch {
 	case m == nil:
-		return kerr.UnknownMemberID.Code
-	case req.Generation == m.epoch:
-		return 0
-	case req.Generation < m.epoch && m.heldSince(req, view):
-		return 0
-	case req.Version >= 9:
-		return kerr.StaleMemberEpoch.Code
-	default:
-		return kerr.IllegalGeneration.Code
+		return kerr.UnknownMemberID.Code, nil
+	case transactional && req.Generation != m.epoch:
+		return kerr.IllegalGeneration.Code, nil
+	case transactional:
+		return 0, nil
+	case req.Generation > m.epoch:
+		return stale, nil
 	}
-}
-
-// heldSince reports whether m has held every partition of the commit
-// since the commit's epoch.
-func (m *consumerMember) heldSince(req *kmsg.OffsetCommitRequest, view topicView) bool {
+	var refused map[partitionKey]int16
 	for _, t := range req.Topics {
 		info, ok := view.byName[t.Topic]
 		if !ok {
-			return false
+			continue // not served: CheckOffset refuses it
 		}
 		for _, p := range t.Partitions {
-			e, ok := m.since[ownedPartition{info.ID, p.Partition}]
-			if !ok || e > req.Generation {
-				return false
+			if e, held := m.since[ownedPartition{info.ID, p.Partition}]; !held || e > req.Generation {
+				if refused == nil {
+					refused = map[partitionKey]int16{}
+				}
+				refused[partitionKey{t.Topic, p.Partition}] = stale
 			}
 		}
 	}
-	return true
+	return 0, refused
 }

@@ -26,7 +26,8 @@ func (c *Coordinator) ValidateTxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest) 
 	as := &kmsg.OffsetCommitRequest{Version: 7, Group: req.Group, Generation: req.Generation, MemberID: req.MemberID, InstanceID: req.InstanceID}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.validateCommit(as, time.Now())
+	code, _ := c.validateCommit(as, time.Now(), topicView{}, true)
+	return code
 }
 
 // CheckOffset is the check of one partition's commit (0: it may be
