@@ -43,10 +43,12 @@ func TestSaramaBelowFetchRangeGetsUnsupportedVersion(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatalf("no error within 15 s; gateway logs:\n%s", tail(g.Logs(), 20))
 	}
+	// Whether sarama sent the Fetch v3 or refused it itself, from the
+	// ranges ApiVersions gave it, depends on which of its goroutines runs
+	// first; TestUnsupportedVersionsOverTheWire checks the answer and the
+	// log line of a Fetch v3 on the wire. Either way it is never a
+	// malformed request.
 	logs := g.Logs()
-	if !strings.Contains(logs, "unsupported API version: answered UNSUPPORTED_VERSION") {
-		t.Fatalf("the gateway did not log the unsupported version; logs:\n%s", tail(logs, 20))
-	}
 	if strings.Contains(logs, "malformed request") {
 		t.Fatalf("an old version was logged as a malformed request; logs:\n%s", tail(logs, 20))
 	}
