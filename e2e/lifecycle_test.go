@@ -68,9 +68,15 @@ func allBatches(t *testing.T, addr string) map[int64][]byte {
 }
 
 func TestRestartKeepsOffsetsBytesAndGroupOffsets(t *testing.T) {
+	restartKeepsOffsetsBytesAndGroupOffsets(t)
+}
+
+// restartKeepsOffsetsBytesAndGroupOffsets runs the restart test with the
+// gateway's flags extra (a state store, for one).
+func restartKeepsOffsetsBytesAndGroupOffsets(t *testing.T, extra ...string) {
 	dir := t.TempDir()
 	w := setupTable(t, dir)
-	g := startGateway(t, dir, "")
+	g := startGateway(t, dir, "", extra...)
 	before := allBatches(t, g.addr)
 	if len(before) < 3 {
 		t.Fatalf("want several batches, got %d", len(before))
@@ -83,7 +89,7 @@ func TestRestartKeepsOffsetsBytesAndGroupOffsets(t *testing.T) {
 	}
 	g.stop()
 
-	g2 := startGateway(t, dir, g.addr)
+	g2 := startGateway(t, dir, g.addr, extra...)
 	after := allBatches(t, g2.addr)
 	if len(after) != len(before) {
 		t.Fatalf("%d batches after restart, %d before", len(after), len(before))

@@ -280,9 +280,16 @@ func TestTransactionsFenceAndTimeOut(t *testing.T) {
 // committed offsets end at the input's end (KIP-447 offsets committed in
 // the transactions).
 func TestGroupTransactSessionExactlyOnceAcrossKill9(t *testing.T) {
+	exactlyOnceAcrossKill9(t)
+}
+
+// exactlyOnceAcrossKill9 runs the exactly-once test with the gateway's
+// flags extra (a state store, for one).
+func exactlyOnceAcrossKill9(t *testing.T, extra ...string) {
 	dir := t.TempDir()
 	addr := freeAddr(t)
-	g := startGateway(t, dir, addr, "--commit-interval", "20ms")
+	flags := append([]string{"--commit-interval", "20ms"}, extra...)
+	g := startGateway(t, dir, addr, flags...)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	const in, out, partitions, n = "etl-in", "etl-out", 2, 3000
@@ -336,7 +343,7 @@ func TestGroupTransactSessionExactlyOnceAcrossKill9(t *testing.T) {
 			t.Fatalf("kill %d came after the stream ended (committed offsets %d): it tests nothing", kill, at)
 		}
 		g.kill9()
-		g = startGateway(t, dir, addr, "--commit-interval", "20ms")
+		g = startGateway(t, dir, addr, flags...)
 	}
 	for committedOffsets() != n {
 		select {

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the tests need beyond Go: kcat (librdkafka), Java and Maven,
-# the Python Kafka clients and PyIceberg. Idempotent and quick when
+# the Python Kafka clients and PyIceberg, and the PostgreSQL server the state
+# store's tests start (internal/pgtest). Idempotent and quick when
 # everything is there already.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,6 +20,10 @@ apt_install() {
 }
 
 command -v kcat >/dev/null 2>&1 || apt_install kcat
+
+# The tests start their own PostgreSQL clusters (as the postgres user when
+# run as root); the package's own cluster is not used.
+compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null || apt_install postgresql
 
 # Java and Maven run the Iceberg Java writer, the REST catalog fixture and
 # the Flink tests.

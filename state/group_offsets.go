@@ -15,7 +15,7 @@ var _ groups.OffsetStore = (*Store)(nil)
 // LoadOffsets returns every committed offset.
 func (s *Store) LoadOffsets(ctx context.Context) ([]groups.CommittedOffset, error) {
 	rows, err := s.db.QueryContext(ctx,
-		`SELECT group_id, topic, partition, offset, leader_epoch, metadata, commit_ms FROM group_offsets`)
+		s.d.q(`SELECT group_id, topic, partition, "offset", leader_epoch, metadata, commit_ms FROM group_offsets`))
 	if err != nil {
 		return nil, fmt.Errorf("load group offsets: %w", err)
 	}
@@ -46,15 +46,15 @@ func (s *Store) SaveOffsets(ctx context.Context, offs []groups.CommittedOffset) 
 func (s *Store) writeGroupOffsets(ctx context.Context, offs []groups.CommittedOffset) error {
 	return s.inTx(ctx, func(tx *sql.Tx) error {
 		stmt, err := tx.PrepareContext(ctx,
-			`INSERT INTO group_offsets(group_id, topic, partition, offset, leader_epoch, metadata, commit_ms) VALUES(?,?,?,?,?,?,?)
-			 ON CONFLICT(group_id, topic, partition) DO UPDATE SET offset=excluded.offset,
-			   leader_epoch=excluded.leader_epoch, metadata=excluded.metadata, commit_ms=excluded.commit_ms`)
+			s.d.q(`INSERT INTO group_offsets(group_id, topic, partition, "offset", leader_epoch, metadata, commit_ms) VALUES(?,?,?,?,?,?,?)
+			 ON CONFLICT(group_id, topic, partition) DO UPDATE SET "offset"=excluded."offset",
+			   leader_epoch=excluded.leader_epoch, metadata=excluded.metadata, commit_ms=excluded.commit_ms`))
 		if err != nil {
 			return err
 		}
 		defer stmt.Close()
 		for _, o := range offs {
-			if _, err := stmt.ExecContext(ctx, o.Group, o.Topic, o.Partition, o.Offset, o.LeaderEpoch, o.Metadata, o.CommitTimeMs); err != nil {
+			if _, err := stmt.ExecContext(ctx, s.d.client(o.Group), o.Topic, o.Partition, o.Offset, o.LeaderEpoch, s.d.client(o.Metadata), o.CommitTimeMs); err != nil {
 				return err
 			}
 		}
@@ -65,7 +65,7 @@ func (s *Store) writeGroupOffsets(ctx context.Context, offs []groups.CommittedOf
 // DeleteGroupOffsets removes every committed offset of group (their
 // retention expired).
 func (s *Store) DeleteGroupOffsets(ctx context.Context, group string) error {
-	if _, err := s.db.ExecContext(ctx, `DELETE FROM group_offsets WHERE group_id = ?`, group); err != nil {
+	if _, err := s.db.ExecContext(ctx, s.d.q(`DELETE FROM group_offsets WHERE group_id = ?`), s.d.client(group)); err != nil {
 		return fmt.Errorf("delete offsets of group %q: %w", group, err)
 	}
 	return nil
@@ -76,8 +76,8 @@ func (s *Store) DeleteGroupOffsets(ctx context.Context, group string) error {
 func (s *Store) DeletePartitionOffsets(ctx context.Context, group string, parts []groups.TopicPartition) error {
 	return s.inTx(ctx, func(tx *sql.Tx) error {
 		for _, p := range parts {
-			if _, err := tx.ExecContext(ctx, `DELETE FROM group_offsets WHERE group_id = ? AND topic = ? AND partition = ?`,
-				group, p.Topic, p.Partition); err != nil {
+			if _, err := tx.ExecContext(ctx, s.d.q(`DELETE FROM group_offsets WHERE group_id = ? AND topic = ? AND partition = ?`),
+				s.d.client(group), p.Topic, p.Partition); err != nil {
 				return fmt.Errorf("delete offset of group %q on %s/%d: %w", group, p.Topic, p.Partition, err)
 			}
 		}

@@ -22,8 +22,8 @@ func (s *Store) RegisterTable(ctx context.Context, t RegisteredTable) error {
 		return fmt.Errorf("encode remaps: %w", err)
 	}
 	_, err = s.db.ExecContext(ctx,
-		`INSERT INTO registered_tables(ident, metadata_location, remaps) VALUES(?,?,?)
-		 ON CONFLICT(ident) DO UPDATE SET metadata_location=excluded.metadata_location, remaps=excluded.remaps`,
+		s.d.q(`INSERT INTO registered_tables(ident, metadata_location, remaps) VALUES(?,?,?)
+		 ON CONFLICT(ident) DO UPDATE SET metadata_location=excluded.metadata_location, remaps=excluded.remaps`),
 		t.Ident, t.MetadataLocation, string(remaps))
 	if err != nil {
 		return fmt.Errorf("register table %s: %w", t.Ident, err)
@@ -33,7 +33,7 @@ func (s *Store) RegisterTable(ctx context.Context, t RegisteredTable) error {
 
 // RegisteredTables lists every registration.
 func (s *Store) RegisteredTables(ctx context.Context) ([]RegisteredTable, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT ident, metadata_location, remaps FROM registered_tables ORDER BY ident`)
+	rows, err := s.db.QueryContext(ctx, s.d.q(`SELECT ident, metadata_location, remaps FROM registered_tables ORDER BY ident`))
 	if err != nil {
 		return nil, fmt.Errorf("list registered tables: %w", err)
 	}

@@ -17,7 +17,7 @@ var _ offsets.Store = (*Store)(nil)
 // false when the topic has never been indexed.
 func (s *Store) LoadTopic(ctx context.Context, topic string) (st offsets.TopicState, segs []offsets.Segment, found bool, err error) {
 	var epochs string
-	err = s.db.QueryRowContext(ctx, `SELECT table_uuid, partitions, epochs, encoding FROM topic_state WHERE topic=?`, topic).
+	err = s.db.QueryRowContext(ctx, s.d.q(`SELECT table_uuid, partitions, epochs, encoding FROM topic_state WHERE topic=?`), topic).
 		Scan(&st.TableUUID, &st.Partitions, &epochs, &st.Encoding)
 	if errors.Is(err, sql.ErrNoRows) {
 		return offsets.TopicState{}, nil, false, nil
@@ -30,8 +30,8 @@ func (s *Store) LoadTopic(ctx context.Context, topic string) (st offsets.TopicSt
 		return offsets.TopicState{}, nil, false, fmt.Errorf("topic %s: bad epochs %q: %w", topic, epochs, err)
 	}
 	rows, err := s.db.QueryContext(ctx,
-		`SELECT kind, partition, snapshot_id, sequence_number, timestamp_ms, base_offset, record_count, leader_epoch
-		 FROM segments WHERE topic=? ORDER BY partition, base_offset, kind DESC, rowid`, topic)
+		s.d.q(`SELECT kind, partition, snapshot_id, sequence_number, timestamp_ms, base_offset, record_count, leader_epoch
+		 FROM segments WHERE topic=? ORDER BY partition, base_offset, kind DESC, `+s.d.insertOrder), topic)
 	if err != nil {
 		return offsets.TopicState{}, nil, false, fmt.Errorf("load segments of %s: %w", topic, err)
 	}
@@ -70,10 +70,10 @@ func (s *Store) ReplaceTopic(ctx context.Context, st offsets.TopicState, segs []
 // partition.
 func (s *Store) ReplacePrefix(ctx context.Context, st offsets.TopicState, replaced, prefix []offsets.Segment) error {
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		if err := putTopicState(ctx, tx, st); err != nil {
+		if err := s.putTopicState(ctx, tx, st); err != nil {
 			return err
 		}
-		del, err := tx.PrepareContext(ctx, `DELETE FROM segments WHERE topic=? AND partition=? AND base_offset=? AND snapshot_id=?`)
+		del, err := tx.PrepareContext(ctx, s.d.q(`DELETE FROM segments WHERE topic=? AND partition=? AND base_offset=? AND snapshot_id=?`))
 		if err != nil {
 			return err
 		}
@@ -83,7 +83,7 @@ func (s *Store) ReplacePrefix(ctx context.Context, st offsets.TopicState, replac
 				return err
 			}
 		}
-		return insertSegments(ctx, tx, st.Topic, prefix)
+		return s.insertSegments(ctx, tx, st.Topic, prefix)
 	})
 	if err != nil {
 		return fmt.Errorf("persist the compacted prefix of %s: %w", st.Topic, err)
@@ -93,15 +93,15 @@ func (s *Store) ReplacePrefix(ctx context.Context, st offsets.TopicState, replac
 
 func (s *Store) writeTopic(ctx context.Context, st offsets.TopicState, segs []offsets.Segment, replace bool) error {
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		if err := putTopicState(ctx, tx, st); err != nil {
+		if err := s.putTopicState(ctx, tx, st); err != nil {
 			return err
 		}
 		if replace {
-			if _, err := tx.ExecContext(ctx, `DELETE FROM segments WHERE topic=?`, st.Topic); err != nil {
+			if _, err := tx.ExecContext(ctx, s.d.q(`DELETE FROM segments WHERE topic=?`), st.Topic); err != nil {
 				return err
 			}
 		}
-		return insertSegments(ctx, tx, st.Topic, segs)
+		return s.insertSegments(ctx, tx, st.Topic, segs)
 	})
 	if err != nil {
 		return fmt.Errorf("persist offset index of %s: %w", st.Topic, err)
@@ -109,26 +109,26 @@ func (s *Store) writeTopic(ctx context.Context, st offsets.TopicState, segs []of
 	return nil
 }
 
-func putTopicState(ctx context.Context, tx *sql.Tx, st offsets.TopicState) error {
+func (s *Store) putTopicState(ctx context.Context, tx *sql.Tx, st offsets.TopicState) error {
 	epochs, err := json.Marshal(st.Epochs)
 	if err != nil {
 		return fmt.Errorf("encode epochs: %w", err)
 	}
 	_, err = tx.ExecContext(ctx,
-		`INSERT INTO topic_state(topic, table_uuid, partitions, epochs, encoding) VALUES(?,?,?,?,?)
+		s.d.q(`INSERT INTO topic_state(topic, table_uuid, partitions, epochs, encoding) VALUES(?,?,?,?,?)
 		 ON CONFLICT(topic) DO UPDATE SET table_uuid=excluded.table_uuid, partitions=excluded.partitions, epochs=excluded.epochs,
-		 encoding=excluded.encoding`,
+		 encoding=excluded.encoding`),
 		st.Topic, st.TableUUID, st.Partitions, string(epochs), st.Encoding)
 	return err
 }
 
-func insertSegments(ctx context.Context, tx *sql.Tx, topic string, segs []offsets.Segment) error {
+func (s *Store) insertSegments(ctx context.Context, tx *sql.Tx, topic string, segs []offsets.Segment) error {
 	if len(segs) == 0 {
 		return nil
 	}
 	stmt, err := tx.PrepareContext(ctx,
-		`INSERT INTO segments(topic, partition, base_offset, snapshot_id, sequence_number, timestamp_ms, record_count, kind, leader_epoch)
-		 VALUES(?,?,?,?,?,?,?,?,?)`)
+		s.d.q(`INSERT INTO segments(topic, partition, base_offset, snapshot_id, sequence_number, timestamp_ms, record_count, kind, leader_epoch)
+		 VALUES(?,?,?,?,?,?,?,?,?)`))
 	if err != nil {
 		return err
 	}

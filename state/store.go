@@ -15,10 +15,14 @@ import (
 // Store is the gateway's state store. It is safe for concurrent use.
 type Store struct {
 	db    *sql.DB
+	d     *dialect
 	saves *offsetSaves // group commit of committed offsets
+	// gatewayLock holds PostgreSQL's session lock of the serving gateway
+	// (LockForGateway); nil otherwise.
+	gatewayLock *sql.Conn
 }
 
-const schema = `
+const sqliteSchema = `
 CREATE TABLE IF NOT EXISTS topic_state (
 	topic        TEXT PRIMARY KEY,
 	table_uuid   TEXT NOT NULL,
@@ -78,7 +82,7 @@ CREATE TABLE IF NOT EXISTS registered_tables (
 );
 `
 
-// Open opens (creating if needed) the state store at path.
+// Open opens (creating if needed) the SQLite state store at path.
 func Open(ctx context.Context, path string) (*Store, error) {
 	// Group offsets and the index are the gateway's alone: owner only.
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
@@ -98,7 +102,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open state store %s: %w", path, err)
 	}
-	if _, err := db.ExecContext(ctx, schema); err != nil {
+	if _, err := db.ExecContext(ctx, sqliteSchema); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("create state store schema in %s: %w", path, err)
 	}
@@ -106,7 +110,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("migrate state store %s: %w", path, err)
 	}
-	return &Store{db: db, saves: newOffsetSaves()}, nil
+	return &Store{db: db, d: sqliteDialect, saves: newOffsetSaves()}, nil
 }
 
 // createPrivate creates the database file with mode 0600 when it does not
@@ -142,8 +146,14 @@ func createPrivate(path string) error {
 	return nil
 }
 
-// Close closes the store.
-func (s *Store) Close() error { return s.db.Close() }
+// Close closes the store (and releases the gateway lock, if held).
+func (s *Store) Close() error {
+	var err error
+	if s.gatewayLock != nil {
+		err = s.gatewayLock.Close()
+	}
+	return errors.Join(err, s.db.Close())
+}
 
 // inTx runs fn in a transaction, committing on success.
 func (s *Store) inTx(ctx context.Context, fn func(*sql.Tx) error) error {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"flag"
 	"slices"
 	"testing"
 )
@@ -35,5 +36,24 @@ func TestRedactCmdlineHidesCatalogSecrets(t *testing.T) {
 		"--remap-location", "s3://b/key=/data", "--listen", "[redacted]"}
 	if !slices.Equal(got, want) {
 		t.Errorf("got  %q\nwant %q", got, want)
+	}
+}
+
+// The state store's password stays out of the debug listener's cmdline
+// (and the logs), decoded or as typed.
+func TestRedactCmdlineHidesTheStatePassword(t *testing.T) {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	common := addCommonFlags(fs)
+	args := []string{"--state", "postgres://gw:p%40ss%2Fw0rd@db:5432/lakegw"}
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	got := redactCmdline(append([]string{"/bin/lakegw", "serve"}, args...), common.secrets(nil))
+	want := []string{"/bin/lakegw", "serve", "--state", "postgres://gw:[redacted]@db:5432/lakegw"}
+	if !slices.Equal(got, want) {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+	if got := string(common.secrets(nil).scrub([]byte("auth failed for p@ss/w0rd"))); got != "auth failed for [redacted]" {
+		t.Errorf("a log line with the decoded password: %q", got)
 	}
 }

@@ -139,7 +139,7 @@ func openTableCatalog(ctx context.Context, c *lsmCommand) (table.Identifier, cat
 	if err != nil {
 		return nil, nil, zerolog.Logger{}, err
 	}
-	log, err := newLogger(*c.common.logLevel, *c.common.logFormat, newScrubber(props))
+	log, err := newLogger(*c.common.logLevel, *c.common.logFormat, c.common.secrets(props))
 	if err != nil {
 		return nil, nil, zerolog.Logger{}, err
 	}

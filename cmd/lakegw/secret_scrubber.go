@@ -17,9 +17,9 @@ type scrubber struct {
 	olds [][]byte
 }
 
-func newScrubber(props map[string]string) scrubber {
+func newScrubber(props map[string]string, extra ...string) scrubber {
 	var s scrubber
-	for _, v := range lake.SecretValues(props) {
+	for _, v := range append(lake.SecretValues(props), extra...) {
 		s.olds = append(s.olds, []byte(v))
 		// A JSON log line carries the value escaped.
 		if q, err := json.Marshal(v); err == nil && string(q[1:len(q)-1]) != v {

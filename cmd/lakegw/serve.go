@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,6 +35,7 @@ const catalogPropFlag = "catalog-prop"
 // and the catalog.
 type commonFlags struct {
 	dataDir      *string
+	state        *string
 	catalogProps listFlag
 	logLevel     *string
 	logFormat    *string
@@ -44,6 +46,8 @@ func addCommonFlags(fs *flag.FlagSet) *commonFlags {
 		dataDir:   fs.String("data-dir", "./lakegw-data", "directory of the embedded catalog, warehouse and state store"),
 		logLevel:  fs.String("log-level", "info", "log level: debug, info, warn, error"),
 		logFormat: fs.String("log-format", "console", "log format: console or json"),
+		state: fs.String("state", "", "the gateway's state store (offset index, group offsets, transactions, registrations): "+
+			"empty = SQLite in --data-dir; postgres://USER:PASSWORD@HOST:PORT/DB = a PostgreSQL database"),
 	}
 	fs.Var(&c.catalogProps, catalogPropFlag, "iceberg-go catalog property KEY=VALUE (repeatable; e.g. type=rest, uri=http://...); none = the embedded SQLite catalog")
 	return c
@@ -61,7 +65,38 @@ func (c *commonFlags) props() (iceberg.Properties, error) {
 	return props, nil
 }
 
-func (c *commonFlags) statePath() string { return filepath.Join(*c.dataDir, "state.db") }
+// openState opens the state store --state names.
+func (c *commonFlags) openState(ctx context.Context) (*state.Store, error) {
+	switch s := *c.state; {
+	case s == "":
+		return state.Open(ctx, filepath.Join(*c.dataDir, "state.db"))
+	case state.IsPostgresURL(s):
+		return state.OpenPostgres(ctx, s)
+	default:
+		return nil, fmt.Errorf("--state %s: want a postgres:// URL, or nothing for the SQLite store in --data-dir", state.RedactURL(s))
+	}
+}
+
+// secrets are the values the logs and the debug listener's cmdline must
+// not show: the catalog's credentials and the state store's password.
+func (c *commonFlags) secrets(props iceberg.Properties) scrubber {
+	var extra []string
+	if u, err := url.Parse(*c.state); err == nil && u.User != nil {
+		if pw, ok := u.User.Password(); ok && pw != "" {
+			extra = append(extra, pw)
+		}
+	}
+	// The command line holds the password as typed: percent-encoded, maybe.
+	if _, rest, ok := strings.Cut(*c.state, "://"); ok {
+		authority, _, _ := strings.Cut(rest, "/")
+		if at := strings.LastIndexByte(authority, '@'); at >= 0 {
+			if _, pw, ok := strings.Cut(authority[:at], ":"); ok && pw != "" {
+				extra = append(extra, pw)
+			}
+		}
+	}
+	return newScrubber(props, extra...)
+}
 
 func cmdServe(ctx context.Context, args []string, demo bool) (err error) {
 	name := "serve"
@@ -107,7 +142,7 @@ func cmdServe(ctx context.Context, args []string, demo bool) (err error) {
 	if err != nil {
 		return err
 	}
-	secrets := newScrubber(props)
+	secrets := common.secrets(props)
 	// Whatever fails below may quote a credential (a catalog client's error).
 	defer func() { err = secrets.err(err) }()
 	log, err := newLogger(*common.logLevel, *common.logFormat, secrets)
@@ -131,11 +166,14 @@ func cmdServe(ctx context.Context, args []string, demo bool) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, lock.release()) }()
-	store, err := state.Open(ctx, common.statePath())
+	store, err := common.openState(ctx)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
+	if err := store.LockForGateway(ctx); err != nil {
+		return err
+	}
 	cat, err := lake.OpenCatalog(ctx, *common.dataDir, props)
 	if err != nil {
 		return err

@@ -73,10 +73,10 @@ func cmdTableRegister(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	// No data dir lock here: a registration is one SQLite transaction that a
+	// No data dir lock here: a registration is one state store transaction that a
 	// running gateway picks up at its next listing, which is how tables are
 	// added to (or re-registered on) a live server.
-	store, err := state.Open(ctx, common.statePath())
+	store, err := common.openState(ctx)
 	if err != nil {
 		return err
 	}
@@ -109,7 +109,7 @@ func cmdTableList(ctx context.Context, args []string) error {
 	for _, id := range idents {
 		fmt.Println(lake.TopicName(id))
 	}
-	store, err := state.Open(ctx, common.statePath())
+	store, err := common.openState(ctx)
 	if err != nil {
 		return err
 	}

@@ -133,6 +133,8 @@ var rules = map[string]rule{
 	"internal/limitedlog": {may: none},
 	// "It imports nothing of lakegw's."
 	"internal/kafkaseq": {may: none},
+	// "It imports nothing of lakegw's; only tests import it."
+	"internal/pgtest": {may: none},
 }
 
 // everywhere holds the rules for all packages: what they must not import,

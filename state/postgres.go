@@ -1,0 +1,93 @@
+package state
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
+)
+
+// maxPostgresConns bounds the connections one gateway opens: group commits
+// (offset_saves.go) keep the write side to about one at a time, so the rest
+// serve index loads and transaction reads.
+const maxPostgresConns = 16
+
+// Advisory lock keys, one namespace of PostgreSQL's 64-bit keys: "lakegw"
+// in ASCII in the high bytes, the purpose in the low byte.
+const (
+	migrationLockKey int64 = 0x6c616b656777_0001
+	gatewayLockKey   int64 = 0x6c616b656777_0002
+)
+
+// IsPostgresURL reports whether a --state value names a PostgreSQL store.
+func IsPostgresURL(s string) bool {
+	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
+}
+
+// RedactURL is u with its password replaced, for logs and errors.
+func RedactURL(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return "<unparseable state store URL>"
+	}
+	return p.Redacted()
+}
+
+// OpenPostgres opens the state store in the PostgreSQL database at dsn (a
+// postgres:// URL), bringing its schema up to this lakegw's version.
+func OpenPostgres(ctx context.Context, dsn string) (*Store, error) {
+	where := RedactURL(dsn)
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open state store %s: %w", where, err)
+	}
+	db.SetMaxOpenConns(maxPostgresConns)
+	db.SetMaxIdleConns(maxPostgresConns)
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("connect to state store %s: %w", where, err)
+	}
+	if err := migratePostgres(ctx, db); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("state store %s: %w", where, err)
+	}
+	return &Store{db: db, d: postgresDialect, saves: newOffsetSaves()}, nil
+}
+
+// ErrStoreInUse: another gateway serves from the same state store.
+var ErrStoreInUse = errors.New("the state store is in use by another gateway")
+
+// LockForGateway makes s the store of one serving gateway until Close. Two
+// gateways on one PostgreSQL store would both write the offset index of
+// every topic and coordinate the same groups, so until gateways share the
+// work (partition leadership, group coordinator leases) the second one is
+// refused, as a second gateway on one --data-dir is. The SQLite store
+// needs nothing here: the data directory's lock covers it.
+//
+// The lock is PostgreSQL's session lock, held by one connection kept out
+// of the pool; it goes with that connection, so a gateway cut off from the
+// database for good lets another one start.
+func (s *Store) LockForGateway(ctx context.Context) error {
+	if s.d != postgresDialect || s.gatewayLock != nil {
+		return nil
+	}
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("lock the state store: %w", err)
+	}
+	var ok bool
+	if err := conn.QueryRowContext(ctx, `SELECT pg_try_advisory_lock($1)`, gatewayLockKey).Scan(&ok); err != nil {
+		conn.Close()
+		return fmt.Errorf("lock the state store: %w", err)
+	}
+	if !ok {
+		conn.Close()
+		return fmt.Errorf("%w: one gateway per state store until several can share one (issue 21)", ErrStoreInUse)
+	}
+	s.gatewayLock = conn
+	return nil
+}
