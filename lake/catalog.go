@@ -12,6 +12,8 @@ import (
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/catalog/rest"       // registers type=rest
 	sqlcat "github.com/apache/iceberg-go/catalog/sql" // registers type=sql
+	_ "github.com/apache/iceberg-go/io/gocloud/s3"    // registers s3://, s3a://, s3n://, oss://: a warehouse on S3-compatible storage
+	_ "github.com/jackc/pgx/v5/stdlib"                // registers sql.driver=pgx: a SQL catalog on PostgreSQL
 	_ "modernc.org/sqlite"                            // the embedded catalog's driver: pure Go, no cgo
 )
 

@@ -1,7 +1,11 @@
 // Package lake owns lakegw's access to Iceberg: opening the configured catalog
 // (the embedded SQLite catalog plus a local warehouse by default, any iceberg-go
-// catalog through properties), tables registered by metadata location, the
-// file IO that maps a table's recorded locations to where its files lie now,
+// catalog through properties: the drivers and FileIOs those may name are
+// linked here, PostgreSQL's pgx for a SQL catalog and S3 for a warehouse on
+// S3-compatible storage, whose FileIOs share one AWS configuration and
+// connection pool per set of properties), tables registered by metadata
+// location, the file IO that maps a table's recorded locations to where its
+// files lie now,
 // the cheap "has this table changed" of SQL and REST catalogs (MetadataPointers:
 // one row of the catalog database, or a load of the referenced snapshots only,
 // instead of a metadata JSON parse), the parse of a table's successive

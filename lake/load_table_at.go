@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/apache/iceberg-go/catalog"
-	icebergio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 )
 
@@ -21,7 +20,7 @@ func LoadTableAt(ctx context.Context, cat catalog.Catalog, ident table.Identifie
 		strings.HasSuffix(loc, ".gz.metadata.json") || strings.HasSuffix(loc, ".zstd.metadata.json") {
 		return cat.LoadTable(ctx, ident)
 	}
-	fsF := icebergio.LoadFSFunc(c.props, loc)
+	fsF := loadFSFunc(c.props, loc)
 	fs, err := fsF(ctx)
 	if err != nil {
 		return nil, err

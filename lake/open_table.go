@@ -17,7 +17,7 @@ func OpenTableAt(ctx context.Context, ident table.Identifier, metadataLocation s
 		if err != nil {
 			return nil, err
 		}
-		inner, err := icebergio.LoadFS(ctx, props, mapped)
+		inner, err := loadFS(ctx, props, mapped)
 		if err != nil {
 			return nil, fmt.Errorf("file IO for %s: %w", metadataLocation, err)
 		}

@@ -54,7 +54,7 @@ func removeLostCommits(ctx context.Context, tbl *table.Table) (int, error) {
 	for e := range tbl.Metadata().PreviousFiles() {
 		referenced[pathKey(e.MetadataFile)] = true
 	}
-	dir := path.Dir(current)
+	dir := locationDir(current)
 	var lost []string
 	err = listable.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -77,6 +77,20 @@ func removeLostCommits(ctx context.Context, tbl *table.Table) (int, error) {
 		return 0, fmt.Errorf("list %s: %w", dir, err)
 	}
 	return lake.RemoveFiles(ctx, tbl, lost)
+}
+
+// locationDir is the directory of a file location, spelled as the
+// location spells it: path.Dir would clean s3://bucket/key into
+// s3:/bucket/key, which no FileIO lists.
+func locationDir(loc string) string {
+	i := strings.LastIndexByte(loc, '/')
+	if i < 0 {
+		return "."
+	}
+	if i == 0 || strings.HasSuffix(loc[:i], ":/") || strings.HasSuffix(loc[:i], "://") {
+		return loc[:i+1] // the root: "/", "file:/", "s3://bucket/" keep their slash
+	}
+	return loc[:i]
 }
 
 // metadataVersion is N of a metadata file named "N-<uuid>.metadata.json"

@@ -25,6 +25,11 @@ command -v kcat >/dev/null 2>&1 || apt_install kcat
 # run as root); the package's own cluster is not used.
 compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null || apt_install postgresql
 
+# The S3 server of the lake-on-S3 tests (internal/s3test: versitygw, built once
+# per version from the Go module proxy into ~/.cache/lakegw-s3), built here so
+# that no test's time budget pays the first build. The test names the version.
+go test -count=1 -run '^TestStartServesObjectsAndSeparatesServers$' ./internal/s3test/
+
 # Java and Maven run the Iceberg Java writer, the REST catalog fixture and
 # the Flink tests.
 command -v java >/dev/null 2>&1 || apt_install openjdk-17-jdk-headless

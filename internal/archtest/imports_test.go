@@ -135,6 +135,8 @@ var rules = map[string]rule{
 	"internal/kafkaseq": {may: none},
 	// "It imports nothing of lakegw's; only tests import it."
 	"internal/pgtest": {may: none},
+	// "It imports nothing of lakegw's; only tests import it."
+	"internal/s3test": {may: none},
 }
 
 // everywhere holds the rules for all packages: what they must not import,
@@ -149,6 +151,9 @@ var everywhere = []struct {
 	{"e2e/...", []string{"e2e/..."}},
 	// offsets/offsetstest/doc.go: "only tests import it".
 	{"offsets/offsetstest", nil},
+	// internal/s3test/doc.go: "only tests import it" (it builds and
+	// starts a server).
+	{"internal/s3test", nil},
 	// protocol/doc.go: "nothing below it imports protocol/" (groups is
 	// part of protocol/, below it only in name), but for state/, which
 	// implements groups.OffsetStore (state/doc.go).
