@@ -39,19 +39,28 @@ func TestPostgresStateRefusesASecondGateway(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "state.db")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("state.db in the data directory (%v): the state went to SQLite, not PostgreSQL", err)
 	}
-	cmd := exec.Command(lakegwBin, "serve", "--data-dir", t.TempDir(), "--listen", freeAddr(t), "--state", url)
+	out, err := runLakegw(t, 60*time.Second, "serve", "--data-dir", t.TempDir(), "--listen", freeAddr(t), "--state", url)
+	if err == nil || !strings.Contains(out, "in use by another gateway") {
+		t.Fatalf("second gateway: %v\n%s", err, out)
+	}
+}
+
+// runLakegw runs lakegw with args to its end, which must come within
+// timeout (a server that should have refused to start but serves fails
+// the test), and returns its output.
+func runLakegw(t *testing.T, timeout time.Duration, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(lakegwBin, args...)
 	done := make(chan struct{})
 	var out []byte
 	var err error
 	go func() { out, err = cmd.CombinedOutput(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(60 * time.Second):
+	case <-time.After(timeout):
 		cmd.Process.Kill()
 		<-done
-		t.Fatalf("the second gateway kept running:\n%s", out)
+		t.Fatalf("lakegw %s kept running:\n%s", strings.Join(args, " "), out)
 	}
-	if err == nil || !strings.Contains(string(out), "in use by another gateway") {
-		t.Fatalf("second gateway: %v\n%s", err, out)
-	}
+	return string(out), err
 }

@@ -28,7 +28,7 @@ func handleApiVersions(_ context.Context, c *conn, req *kmsg.ApiVersionsRequest)
 		case hasCluster != hasNode:
 			resp.ErrorCode = kerr.InvalidRequest.Code
 			return resp, nil
-		case hasCluster && (*req.ClusterID != c.s.cfg.ClusterID || req.NodeID != nodeID):
+		case hasCluster && (*req.ClusterID != c.s.cfg.ClusterID || req.NodeID != c.s.cfg.NodeID):
 			resp.ErrorCode = kerr.RebootstrapRequired.Code
 			return resp, nil
 		}

@@ -17,10 +17,13 @@ func init() { register(kmsg.DescribeCluster, 0, 2, handleDescribeCluster) }
 func handleDescribeCluster(_ context.Context, c *conn, req *kmsg.DescribeClusterRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
 	resp.ClusterID = c.s.cfg.ClusterID
-	resp.ControllerID = nodeID
+	view := c.s.view()
+	resp.ControllerID = controllerID(view)
 	resp.EndpointType = 1
-	b := kmsg.NewDescribeClusterResponseBroker()
-	b.NodeID, b.Host, b.Port = nodeID, c.s.advertHost, c.s.advertPort
-	resp.Brokers = []kmsg.DescribeClusterResponseBroker{b}
+	for _, n := range view.Nodes {
+		b := kmsg.NewDescribeClusterResponseBroker()
+		b.NodeID, b.Host, b.Port = n.ID, n.Host, n.Port
+		resp.Brokers = append(resp.Brokers, b)
+	}
 	return resp, nil
 }

@@ -28,7 +28,7 @@ func handleDescribeProducers(_ context.Context, c *conn, req *kmsg.DescribeProdu
 		for _, p := range rt.Partitions {
 			sp := kmsg.NewDescribeProducersResponseTopicPartition()
 			sp.Partition = p
-			if sp.ErrorCode = partitionError(t, known, p, -1); sp.ErrorCode == 0 && c.s.txn != nil {
+			if sp.ErrorCode = c.s.partitionError(t, known, p, -1); sp.ErrorCode == 0 && c.s.txn != nil {
 				for _, pr := range c.s.txn.Producers(produce.CanonicalTopic(rt.Topic), p) {
 					ap := kmsg.NewDescribeProducersResponseTopicPartitionActiveProducer()
 					ap.ProducerID, ap.ProducerEpoch, ap.LastSequence, ap.LastTimestamp = pr.ProducerID, int32(pr.Epoch), pr.LastSequence, pr.LastMs

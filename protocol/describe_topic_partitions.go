@@ -69,6 +69,7 @@ func handleDescribeTopicPartitions(_ context.Context, c *conn, req *kmsg.Describ
 		}
 		return resp, nil
 	}
+	view := c.s.view()
 	remaining := int64(max(min(req.ResponsePartitionLimit, maxRequestPartitionSizeLimit), 1))
 	for _, name := range names {
 		if remaining == 0 {
@@ -77,7 +78,7 @@ func handleDescribeTopicPartitions(_ context.Context, c *conn, req *kmsg.Describ
 			resp.NextCursor = &kmsg.DescribeTopicPartitionsResponseNextCursor{Topic: name}
 			break
 		}
-		mt := c.topicMetadata(name)
+		mt := c.topicMetadata(view, name)
 		if mt.ErrorCode != 0 {
 			if !all {
 				dt := kmsg.NewDescribeTopicPartitionsResponseTopic()

@@ -17,7 +17,7 @@
 // id) are carried out by txn/ (Server.AcceptTransactions), which commits
 // through produce/ by TxnTables.
 //
-// protocol/ may import fetch/, topics/, offsets/, state/, produce/, txn/,
+// protocol/ may import fetch/, topics/, offsets/, state/, produce/, txn/, cluster/,
 // protocol/groups/ and internal/kafkaseq; nothing below it imports
 // protocol/.
 package protocol

@@ -42,13 +42,22 @@ func (s *Server) readFetch(ctx context.Context, req *kmsg.FetchRequest, spans *f
 			case !known || rp.Partition < 0 || rp.Partition >= t.Index.Partitions():
 				op.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				urgent = true
+			case !s.leads(t.Name, rp.Partition):
+				// Another gateway leads it; KIP-951 (v16+) names it, so
+				// the consumer moves without waiting for Metadata.
+				op.ErrorCode = kerr.NotLeaderForPartition.Code
+				urgent = true
+				if req.Version >= 16 {
+					op.CurrentLeader.LeaderID, op.CurrentLeader.LeaderEpoch = s.view().Leader(t.Name, rp.Partition).ID, t.Index.LeaderEpoch()
+					resp.Brokers = s.nodeEndpoints()
+				}
 			default:
 				bs = s.readPartition(ctx, t, req.Version, rp, maxBytes-total, total == 0, &op, spans)
 				urgent = urgent || op.ErrorCode != 0 || op.DivergingEpoch.EndOffset >= 0
 				if op.ErrorCode == kerr.FencedLeaderEpoch.Code && req.Version >= 16 {
 					// KIP-951: a fenced consumer learns the current leader
 					// (this gateway) and its epoch without asking Metadata.
-					op.CurrentLeader.LeaderID, op.CurrentLeader.LeaderEpoch = nodeID, t.Index.LeaderEpoch()
+					op.CurrentLeader.LeaderID, op.CurrentLeader.LeaderEpoch = s.cfg.NodeID, t.Index.LeaderEpoch()
 					resp.Brokers = s.nodeEndpoints()
 				}
 			}
@@ -155,10 +164,14 @@ func divergedOrFenced(version int16, rp kmsg.FetchRequestTopicPartition, v *offs
 	return false
 }
 
-// nodeEndpoints is a Fetch v16+ answer's NodeEndpoints: this gateway, the
-// leader of every partition.
+// nodeEndpoints is a Fetch v16+ answer's NodeEndpoints: the live
+// gateways, among them the leader of every partition named.
 func (s *Server) nodeEndpoints() []kmsg.FetchResponseBroker {
-	b := kmsg.NewFetchResponseBroker()
-	b.NodeID, b.Host, b.Port = nodeID, s.advertHost, s.advertPort
-	return []kmsg.FetchResponseBroker{b}
+	var out []kmsg.FetchResponseBroker
+	for _, n := range s.view().Nodes {
+		b := kmsg.NewFetchResponseBroker()
+		b.NodeID, b.Host, b.Port = n.ID, n.Host, n.Port
+		out = append(out, b)
+	}
+	return out
 }

@@ -36,6 +36,12 @@ func handleFindCoordinator(_ context.Context, c *conn, req *kmsg.FindCoordinator
 		code = kerr.CoordinatorNotAvailable.Code
 		m := "this lakegw takes no writes, so no transactions: its topics are read-only"
 		msg = &m
+	case req.CoordinatorType == coordinatorTransaction && c.s.inCluster():
+		// A transaction coordinator keeps its ids in memory, loaded at
+		// start: it cannot take them over from a gateway that died.
+		code = kerr.CoordinatorNotAvailable.Code
+		m := "transactions are not available on gateways sharing a state store yet: run one gateway per state store for transactional producers"
+		msg = &m
 	case req.CoordinatorType == coordinatorShare:
 		code = kerr.InvalidRequest.Code
 		m := "this lakegw has no share groups"
@@ -45,20 +51,27 @@ func handleFindCoordinator(_ context.Context, c *conn, req *kmsg.FindCoordinator
 		m := "unknown coordinator type"
 		msg = &m
 	}
-	node, host, port := nodeID, c.s.advertHost, c.s.advertPort
-	if code != 0 {
-		node, host, port = -1, "", -1
+	view := c.s.view()
+	// coordinator answers one key: the gateway coordinating it, or none
+	// (a fenced gateway that knows no other: retriable).
+	coordinator := func(key string) (int16, *string, int32, string, int32) {
+		if code != 0 {
+			return code, msg, -1, "", -1
+		}
+		n := view.Coordinator(key)
+		if n.ID < 0 {
+			return kerr.CoordinatorNotAvailable.Code, kmsg.StringPtr("no gateway coordinates it now"), -1, "", -1
+		}
+		return 0, nil, n.ID, n.Host, n.Port
 	}
 	if req.Version < 4 {
-		resp.ErrorCode, resp.ErrorMessage = code, msg
-		resp.NodeID, resp.Host, resp.Port = node, host, port
+		resp.ErrorCode, resp.ErrorMessage, resp.NodeID, resp.Host, resp.Port = coordinator(req.CoordinatorKey)
 		return resp, nil
 	}
 	for _, key := range req.CoordinatorKeys {
 		rc := kmsg.NewFindCoordinatorResponseCoordinator()
 		rc.Key = key
-		rc.ErrorCode, rc.ErrorMessage = code, msg
-		rc.NodeID, rc.Host, rc.Port = node, host, port
+		rc.ErrorCode, rc.ErrorMessage, rc.NodeID, rc.Host, rc.Port = coordinator(key)
 		resp.Coordinators = append(resp.Coordinators, rc)
 	}
 	return resp, nil

@@ -76,7 +76,7 @@ func handleListOffsets(_ context.Context, c *conn, req *kmsg.ListOffsetsRequest)
 			case rp.Timestamp < 0 && !timestampSupported(rp.Timestamp, req.Version):
 				op.ErrorCode = kerr.UnsupportedVersion.Code
 			default:
-				if op.ErrorCode = partitionError(t, known, rp.Partition, rp.CurrentLeaderEpoch); op.ErrorCode == 0 {
+				if op.ErrorCode = c.s.partitionError(t, known, rp.Partition, rp.CurrentLeaderEpoch); op.ErrorCode == 0 {
 					listOffset(t, rp.Partition, rp.Timestamp, &op)
 				}
 			}
@@ -146,9 +146,13 @@ func listOffset(t *topics.Topic, p int32, ts int64, op *kmsg.ListOffsetsResponse
 // partitionError is the error code for a request on partition p of a topic
 // (known says whether the topic exists) made with the client's current
 // leader epoch; 0 when the partition may be served.
-func partitionError(t *topics.Topic, known bool, p, currentEpoch int32) int16 {
-	if !known || p < 0 || p >= t.Index.Partitions() {
+func (s *Server) partitionError(t *topics.Topic, known bool, p, currentEpoch int32) int16 {
+	switch {
+	case !known || p < 0 || p >= t.Index.Partitions():
 		return kerr.UnknownTopicOrPartition.Code
+	case !s.leads(t.Name, p):
+		// Another gateway leads it: the client finds which in Metadata.
+		return kerr.NotLeaderForPartition.Code
 	}
 	return checkLeaderEpoch(t, currentEpoch)
 }

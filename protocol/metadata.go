@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"context"
+	"github.com/lakegw/lakegw/cluster"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -23,37 +24,48 @@ import (
 // for Metadata and for DescribeTopicPartitions.
 func init() { register(kmsg.Metadata, 0, 13, handleMetadata) }
 
-const nodeID int32 = 0
-
 func handleMetadata(_ context.Context, c *conn, req *kmsg.MetadataRequest) (kmsg.Response, error) {
 	s := c.s
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
-	b := kmsg.NewMetadataResponseBroker()
-	b.NodeID, b.Host, b.Port = nodeID, s.advertHost, s.advertPort
-	resp.Brokers = []kmsg.MetadataResponseBroker{b}
+	view := s.view()
+	for _, n := range view.Nodes {
+		b := kmsg.NewMetadataResponseBroker()
+		b.NodeID, b.Host, b.Port = n.ID, n.Host, n.Port
+		resp.Brokers = append(resp.Brokers, b)
+	}
 	clusterID := s.cfg.ClusterID
 	resp.ClusterID = &clusterID
-	resp.ControllerID = nodeID
+	resp.ControllerID = controllerID(view)
 
 	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
 	if all {
 		for _, t := range s.reg.Topics() {
-			resp.Topics = append(resp.Topics, c.topicMetadata(t.Name))
+			resp.Topics = append(resp.Topics, c.topicMetadata(view, t.Name))
 		}
 		return resp, nil
 	}
 	for _, rt := range req.Topics {
 		switch {
 		case rt.Topic != nil:
-			resp.Topics = append(resp.Topics, c.topicMetadata(*rt.Topic))
+			resp.Topics = append(resp.Topics, c.topicMetadata(view, *rt.Topic))
 		default:
-			resp.Topics = append(resp.Topics, c.topicMetadataByID(rt.TopicID))
+			resp.Topics = append(resp.Topics, c.topicMetadataByID(view, rt.TopicID))
 		}
 	}
 	return resp, nil
 }
 
-func (c *conn) topicMetadata(name string) kmsg.MetadataResponseTopic {
+// controllerID is the gateway named controller: the lowest live node id
+// (no gateway controls the others; admin clients only need a live one).
+// -1 when a fenced gateway knows no other.
+func controllerID(v *cluster.View) int32 {
+	if len(v.Nodes) == 0 {
+		return -1
+	}
+	return v.Nodes[0].ID
+}
+
+func (c *conn) topicMetadata(view *cluster.View, name string) kmsg.MetadataResponseTopic {
 	mt := kmsg.NewMetadataResponseTopic()
 	n := name
 	mt.Topic = &n
@@ -67,18 +79,22 @@ func (c *conn) topicMetadata(name string) kmsg.MetadataResponseTopic {
 	for p := int32(0); p < t.Index.Partitions(); p++ {
 		mp := kmsg.NewMetadataResponseTopicPartition()
 		mp.Partition = p
-		mp.Leader = nodeID
+		leader := view.Leader(name, p).ID
+		if leader < 0 {
+			mp.ErrorCode = kerr.LeaderNotAvailable.Code
+		}
+		mp.Leader = leader
 		mp.LeaderEpoch = epoch
-		mp.Replicas = []int32{nodeID}
-		mp.ISR = []int32{nodeID}
+		mp.Replicas = []int32{leader}
+		mp.ISR = []int32{leader}
 		mt.Partitions = append(mt.Partitions, mp)
 	}
 	return mt
 }
 
-func (c *conn) topicMetadataByID(id [16]byte) kmsg.MetadataResponseTopic {
+func (c *conn) topicMetadataByID(view *cluster.View, id [16]byte) kmsg.MetadataResponseTopic {
 	if t, ok := c.s.reg.TopicByID(id); ok {
-		return c.topicMetadata(t.Name)
+		return c.topicMetadata(view, t.Name)
 	}
 	mt := kmsg.NewMetadataResponseTopic()
 	mt.TopicID = id

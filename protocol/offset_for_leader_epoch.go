@@ -25,7 +25,7 @@ func handleOffsetForLeaderEpoch(_ context.Context, c *conn, req *kmsg.OffsetForL
 			op := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			op.Partition = rp.Partition
 			op.LeaderEpoch, op.EndOffset = -1, -1
-			if op.ErrorCode = partitionError(t, known, rp.Partition, rp.CurrentLeaderEpoch); op.ErrorCode == 0 {
+			if op.ErrorCode = c.s.partitionError(t, known, rp.Partition, rp.CurrentLeaderEpoch); op.ErrorCode == 0 {
 				if epoch, end, ok := t.Index.EpochEnd(rp.Partition, rp.LeaderEpoch); ok {
 					op.LeaderEpoch, op.EndOffset = epoch, end
 				}

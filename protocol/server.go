@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lakegw/lakegw/cluster"
 	"net"
 	"sync"
 	"time"
@@ -24,6 +25,9 @@ import (
 type Config struct {
 	// Listen is the host:port to listen on.
 	Listen string
+	// NodeID is this gateway's Kafka node id, unique among the gateways
+	// sharing a state store (0 for a lone one).
+	NodeID int32
 	// Advertised is the host:port clients are told to connect to; the
 	// listener's address when empty.
 	Advertised string
@@ -93,6 +97,7 @@ type Server struct {
 
 	ln         net.Listener
 	advertHost string
+	members    *cluster.Membership // set by Listen (a cluster of one) or UseMembership
 	advertPort int32
 
 	mu    sync.Mutex
@@ -187,6 +192,9 @@ func (s *Server) Listen() error {
 		return fmt.Errorf("advertised address %q: %w", adv, err)
 	}
 	s.advertHost, s.advertPort = host, port
+	if s.members == nil {
+		s.members = cluster.Single(s.Self())
+	}
 	return nil
 }
 

@@ -328,7 +328,7 @@ func TestFindCoordinatorV6ShareKeyIsInvalid(t *testing.T) {
 		if tc.want != 0 && (cs[0].NodeID != -1 || cs[0].Host != "" || cs[0].Port != -1) {
 			t.Fatalf("key type %d: an error naming a node: %+v", tc.keyType, cs[0])
 		}
-		if tc.want == 0 && (cs[0].NodeID != nodeID || cs[0].Port <= 0) {
+		if tc.want == 0 && (cs[0].NodeID != 0 || cs[0].Port <= 0) {
 			t.Fatalf("group coordinator %+v, want this gateway", cs[0])
 		}
 	}

@@ -8,7 +8,9 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/lakegw/lakegw/cluster"
 	"github.com/lakegw/lakegw/internal/pgtest"
 	"github.com/lakegw/lakegw/offsets"
 	"github.com/lakegw/lakegw/protocol/groups"
@@ -290,5 +292,79 @@ func TestPostgresMigrations(t *testing.T) {
 	s.Close()
 	if _, err := OpenPostgres(ctx, url); err == nil || !strings.Contains(err.Error(), "newer lakegw") {
 		t.Fatalf("open of a newer schema: %v", err)
+	}
+}
+
+// Gateways sharing a store index the same tables: a segment stored
+// already is accepted when it agrees and refused when it does not.
+func TestSegmentsStoredTwiceMustAgree(t *testing.T) {
+	ctx := context.Background()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			s := b.open(t)
+			st := offsets.TopicState{Topic: "ns.twice", TableUUID: "u", Partitions: 1, Epochs: [][]offsets.EpochStart{{{Epoch: 1}}}}
+			g := offsets.Segment{Partition: 0, SnapshotID: 5, SequenceNumber: 1, TimestampMs: 10, BaseOffset: 0, Count: 3, Epoch: 1}
+			if err := s.AppendSegments(ctx, st, []offsets.Segment{g}); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.open(t).AppendSegments(ctx, st, []offsets.Segment{g}); err != nil {
+				t.Fatalf("the same segment again: %v", err)
+			}
+			other := g
+			other.Count = 4
+			if err := b.open(t).AppendSegments(ctx, st, []offsets.Segment{other}); !errors.Is(err, ErrIndexDisagrees) {
+				t.Fatalf("a disagreeing segment: %v, want ErrIndexDisagrees", err)
+			}
+			if _, segs, _, err := s.LoadTopic(ctx, "ns.twice"); err != nil || len(segs) != 1 || segs[0] != g {
+				t.Fatalf("stored %+v (%v), want only %+v", segs, err, g)
+			}
+		})
+	}
+}
+
+// The live gateways, by the database's clock: a node id is held by one
+// live instance; it is free again once that instance left or stopped
+// heartbeating for a lease; the SQLite store cannot be shared.
+func TestGatewayRegistry(t *testing.T) {
+	ctx := context.Background()
+	s, err := OpenPostgres(ctx, pgtest.Start(t).NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	n0 := cluster.Node{ID: 0, Host: "127.0.0.1", Port: 9092}
+	n1 := cluster.Node{ID: 1, Host: "127.0.0.1", Port: 9093}
+	const lease = 400 * time.Millisecond
+	if _, err := s.Heartbeat(ctx, n0, "a", lease); err != nil {
+		t.Fatal(err)
+	}
+	live, err := s.Heartbeat(ctx, n1, "b", lease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(live, []cluster.Node{n0, n1}) {
+		t.Fatalf("live %+v, want both", live)
+	}
+	if _, err := s.Heartbeat(ctx, n1, "c", lease); !errors.Is(err, cluster.ErrNodeIDTaken) {
+		t.Fatalf("a second instance as node 1: %v, want ErrNodeIDTaken", err)
+	}
+	if err := s.Leave(ctx, 1, "b"); err != nil {
+		t.Fatal(err)
+	}
+	if live, err = s.Heartbeat(ctx, n0, "a", lease); err != nil || !reflect.DeepEqual(live, []cluster.Node{n0}) {
+		t.Fatalf("after node 1 left: %+v, %v", live, err)
+	}
+	// Node 0 stops heartbeating: dead after the lease, its id free.
+	time.Sleep(lease + 100*time.Millisecond)
+	if live, err = s.Heartbeat(ctx, n1, "c", lease); err != nil || !reflect.DeepEqual(live, []cluster.Node{n1}) {
+		t.Fatalf("after node 0's lease: %+v, %v", live, err)
+	}
+	if _, err := s.Heartbeat(ctx, n0, "d", lease); err != nil {
+		t.Fatalf("node 0's id after its lease: %v", err)
+	}
+
+	sqlite := openTestStore(t)
+	if _, err := sqlite.Heartbeat(ctx, n0, "a", lease); !errors.Is(err, ErrNotShared) {
+		t.Fatalf("a heartbeat to SQLite: %v, want ErrNotShared", err)
 	}
 }

@@ -13,8 +13,9 @@
 // It stores the index behind the interface offsets/ defines (offsets.Store,
 // with its Segment and TopicState types) and committed offsets behind the
 // one protocol/groups defines (groups.OffsetStore, groups.CommittedOffset)
-// and transactions behind the one txn/ defines (txn.Store): one type per
-// concept, owned by the package whose concept it is. It may import
-// offsets/, protocol/groups and txn/ for those types alone; it must not
+// and transactions behind the one txn/ defines (txn.Store), and the live
+// gateways behind cluster.Registry: one type per concept, owned by the
+// package whose concept it is. It may import offsets/, protocol/groups,
+// txn/ and cluster/ for those types alone; it must not
 // import protocol/, fetch/, topics/, derive/, changelog/, lake/ or lsm/.
 package state

@@ -14,10 +14,21 @@ var _ groups.OffsetStore = (*Store)(nil)
 
 // LoadOffsets returns every committed offset.
 func (s *Store) LoadOffsets(ctx context.Context) ([]groups.CommittedOffset, error) {
-	rows, err := s.db.QueryContext(ctx,
-		s.d.q(`SELECT group_id, topic, partition, "offset", leader_epoch, metadata, commit_ms FROM group_offsets`))
+	return s.queryOffsets(ctx, "", `SELECT group_id, topic, partition, "offset", leader_epoch, metadata, commit_ms FROM group_offsets`)
+}
+
+// TopicOffsets returns every group's committed offsets on topic: what
+// gateways sharing the store pin history with, whichever coordinates the
+// group.
+func (s *Store) TopicOffsets(ctx context.Context, topic string) ([]groups.CommittedOffset, error) {
+	return s.queryOffsets(ctx, " on "+topic,
+		`SELECT group_id, topic, partition, "offset", leader_epoch, metadata, commit_ms FROM group_offsets WHERE topic = ?`, topic)
+}
+
+func (s *Store) queryOffsets(ctx context.Context, which, query string, args ...any) ([]groups.CommittedOffset, error) {
+	rows, err := s.db.QueryContext(ctx, s.d.q(query), args...)
 	if err != nil {
-		return nil, fmt.Errorf("load group offsets: %w", err)
+		return nil, fmt.Errorf("load group offsets%s: %w", which, err)
 	}
 	defer rows.Close()
 	var out []groups.CommittedOffset
@@ -28,7 +39,10 @@ func (s *Store) LoadOffsets(ctx context.Context) ([]groups.CommittedOffset, erro
 		}
 		out = append(out, o)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("load group offsets%s: %w", which, err)
+	}
+	return out, nil
 }
 
 // SaveOffsets upserts committed offsets; when it returns nil they

@@ -61,12 +61,12 @@ func OpenPostgres(ctx context.Context, dsn string) (*Store, error) {
 // ErrStoreInUse: another gateway serves from the same state store.
 var ErrStoreInUse = errors.New("the state store is in use by another gateway")
 
-// LockForGateway makes s the store of one serving gateway until Close. Two
-// gateways on one PostgreSQL store would both write the offset index of
-// every topic and coordinate the same groups, so until gateways share the
-// work (partition leadership, group coordinator leases) the second one is
-// refused, as a second gateway on one --data-dir is. The SQLite store
-// needs nothing here: the data directory's lock covers it.
+// LockForGateway makes s the store of one serving gateway until Close: a
+// gateway not in a --cluster coordinates every group and transaction
+// itself, so a second one on the same store is refused, as a second
+// gateway on one --data-dir is. Gateways of a cluster (cluster/) share the
+// work instead and take no lock. The SQLite store needs nothing here: the
+// data directory's lock covers it.
 //
 // The lock is PostgreSQL's session lock, held by one connection kept out
 // of the pool; it goes with that connection, so a gateway cut off from the
@@ -86,7 +86,7 @@ func (s *Store) LockForGateway(ctx context.Context) error {
 	}
 	if !ok {
 		conn.Close()
-		return fmt.Errorf("%w: one gateway per state store until several can share one (issue 21)", ErrStoreInUse)
+		return fmt.Errorf("%w: gateways share a state store only when every one runs with --cluster", ErrStoreInUse)
 	}
 	s.gatewayLock = conn
 	return nil

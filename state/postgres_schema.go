@@ -76,6 +76,16 @@ var postgresMigrations = []string{
 		metadata_location TEXT NOT NULL,
 		remaps            TEXT NOT NULL
 	);`,
+	// 2: the live gateways (cluster.Registry), by the database's clock;
+	// committed offsets by topic, which every gateway pins history with.
+	`CREATE TABLE gateways (
+		node_id  INTEGER PRIMARY KEY,
+		host     TEXT NOT NULL,
+		port     INTEGER NOT NULL,
+		instance TEXT NOT NULL,
+		beat_at  TIMESTAMPTZ NOT NULL
+	);
+	CREATE INDEX group_offsets_by_topic ON group_offsets (topic);`,
 }
 
 // migratePostgres applies the migrations db has not seen, in one

@@ -122,21 +122,53 @@ func (s *Store) putTopicState(ctx context.Context, tx *sql.Tx, st offsets.TopicS
 	return err
 }
 
+// insertSegments adds segs. A segment stored already (same partition,
+// offset and snapshot) is left as it is when it agrees with g: gateways
+// sharing the store index the same tables, and offsets are a property of
+// the lake, so each may store a segment another stored first. One that
+// disagrees is an error, never overwritten: two gateways would be serving
+// different offsets.
 func (s *Store) insertSegments(ctx context.Context, tx *sql.Tx, topic string, segs []offsets.Segment) error {
 	if len(segs) == 0 {
 		return nil
 	}
 	stmt, err := tx.PrepareContext(ctx,
 		s.d.q(`INSERT INTO segments(topic, partition, base_offset, snapshot_id, sequence_number, timestamp_ms, record_count, kind, leader_epoch)
-		 VALUES(?,?,?,?,?,?,?,?,?)`))
+		 VALUES(?,?,?,?,?,?,?,?,?) ON CONFLICT (topic, partition, base_offset, snapshot_id) DO NOTHING`))
 	if err != nil {
 		return err
 	}
 	defer stmt.Close()
 	for _, g := range segs {
-		if _, err := stmt.ExecContext(ctx, topic, g.Partition, g.BaseOffset, g.SnapshotID, g.SequenceNumber, g.TimestampMs, g.Count, g.Kind, g.Epoch); err != nil {
+		res, err := stmt.ExecContext(ctx, topic, g.Partition, g.BaseOffset, g.SnapshotID, g.SequenceNumber, g.TimestampMs, g.Count, g.Kind, g.Epoch)
+		if err != nil {
 			return err
 		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			if err := s.checkStoredSegment(ctx, tx, topic, g); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// ErrIndexDisagrees: the store holds another segment where this gateway
+// indexed one.
+var ErrIndexDisagrees = errors.New("the stored offset index disagrees with this gateway's")
+
+func (s *Store) checkStoredSegment(ctx context.Context, tx *sql.Tx, topic string, g offsets.Segment) error {
+	stored := offsets.Segment{Partition: g.Partition, BaseOffset: g.BaseOffset, SnapshotID: g.SnapshotID}
+	err := tx.QueryRowContext(ctx, s.d.q(`SELECT sequence_number, timestamp_ms, record_count, kind, leader_epoch FROM segments
+		WHERE topic=? AND partition=? AND base_offset=? AND snapshot_id=?`), topic, g.Partition, g.BaseOffset, g.SnapshotID).
+		Scan(&stored.SequenceNumber, &stored.TimestampMs, &stored.Count, &stored.Kind, &stored.Epoch)
+	if err != nil {
+		return fmt.Errorf("read the stored segment of %s/%d at offset %d: %w", topic, g.Partition, g.BaseOffset, err)
+	}
+	if stored != g {
+		return fmt.Errorf("%w: %s/%d at offset %d, snapshot %d: stored %+v, indexed %+v", ErrIndexDisagrees, topic, g.Partition, g.BaseOffset, g.SnapshotID, stored, g)
 	}
 	return nil
 }

@@ -16,7 +16,9 @@ import (
 // every interval until ctx ends, so that their sorted runs stay few (and
 // lookups cheap) even when writers do not compact. Compaction commits
 // replace snapshots, which change no rows and so no topic offsets.
-func runCompactor(ctx context.Context, cat catalog.Catalog, reg *topics.Registry, every time.Duration, log zerolog.Logger) error {
+// mine reports whether this gateway compacts a topic's table (among
+// gateways sharing a state store, the leader of its partition 0 does).
+func runCompactor(ctx context.Context, cat catalog.Catalog, reg *topics.Registry, every time.Duration, mine func(topic string) bool, log zerolog.Logger) error {
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	opened := map[string]*lsm.Table{}
@@ -31,7 +33,7 @@ func runCompactor(ctx context.Context, cat catalog.Catalog, reg *topics.Registry
 		served := map[string]*lsm.Table{}
 		for _, t := range reg.Topics() {
 			tbl := t.Table()
-			if tbl == nil || !changelog.IsLSMTable(tbl.Properties()) {
+			if tbl == nil || !changelog.IsLSMTable(tbl.Properties()) || !mine(t.Name) {
 				continue
 			}
 			lt, ok := opened[t.Name]

@@ -65,7 +65,9 @@ const orphanEvery = time.Hour
 // maintains, every interval until ctx ends. pins (nil: none) says what
 // consumers' committed offsets still need. The quickstart's writer holds
 // its commits while its table is compacted (maintain.PropCompactionLease).
-func runMaintainer(ctx context.Context, cat catalog.Catalog, reg *topics.Registry, writes *produce.Service, every time.Duration, pins maintain.PinFunc,
+// mine reports whether this gateway maintains a table, by its topic name
+// (among gateways sharing a state store, the leader of its partition 0).
+func runMaintainer(ctx context.Context, cat catalog.Catalog, reg *topics.Registry, writes *produce.Service, every time.Duration, pins maintain.PinFunc, mine func(topic string) bool,
 	log zerolog.Logger) error {
 	tick := time.NewTicker(every)
 	defer tick.Stop()
@@ -90,7 +92,7 @@ func runMaintainer(ctx context.Context, cat catalog.Catalog, reg *topics.Registr
 		for _, t := range reg.Topics() {
 			tbl := t.Table()
 			key := lake.TopicName(t.Ident)
-			if tbl == nil || done[key] || !maintained(tbl) {
+			if tbl == nil || done[key] || !maintained(tbl) || !mine(key) {
 				continue
 			}
 			done[key] = true

@@ -37,10 +37,19 @@ type pinIndex interface {
 	Locate(p int32, offset int64) (offsets.Segment, bool)
 }
 
-// committedOffsets is what pinning reads of the group coordinator
-// (*groups.Coordinator).
+// committedOffsets is where pinning reads the groups' committed offsets:
+// the group coordinator (coordinatorOffsets), or, when gateways share a
+// state store and each coordinates some groups, the store.
 type committedOffsets interface {
-	CommittedOffsets(topic string) []groups.CommittedOffset
+	CommittedOffsets(ctx context.Context, topic string) ([]groups.CommittedOffset, error)
+}
+
+// coordinatorOffsets reads a lone gateway's coordinator, which holds every
+// group.
+type coordinatorOffsets struct{ c *groups.Coordinator }
+
+func (o coordinatorOffsets) CommittedOffsets(_ context.Context, topic string) ([]groups.CommittedOffset, error) {
+	return o.c.CommittedOffsets(topic), nil
 }
 
 // pin is one committed offset that holds table history: the snapshot
@@ -99,7 +108,7 @@ type pinFinder struct {
 	committed committedOffsets
 }
 
-func newPinFinder(reg *topics.Registry, coord *groups.Coordinator) pinFinder {
+func newPinFinder(reg *topics.Registry, committed committedOffsets) pinFinder {
 	return pinFinder{
 		index: func(name string) (pinIndex, bool) {
 			t, ok := reg.Topic(name)
@@ -108,22 +117,31 @@ func newPinFinder(reg *topics.Registry, coord *groups.Coordinator) pinFinder {
 			}
 			return t.Index, true
 		},
-		committed: coord,
+		committed: committed,
 	}
 }
 
-func (f pinFinder) pins(topic string) []pin {
+func (f pinFinder) pins(ctx context.Context, topic string) ([]pin, error) {
 	idx, ok := f.index(topic)
 	if !ok {
-		return nil
+		return nil, nil
 	}
-	return topicPins(idx, f.committed.CommittedOffsets(topic))
+	offs, err := f.committed.CommittedOffsets(ctx, topic)
+	if err != nil {
+		return nil, fmt.Errorf("committed offsets of %s: %w", topic, err)
+	}
+	return topicPins(idx, offs), nil
 }
 
 // oldestNeeded is the commit time of the oldest snapshot any group still
-// needs on topic; ok is false when no group needs any.
-func (f pinFinder) oldestNeeded(_ context.Context, topic string) (oldestNeededMs int64, ok bool) {
-	ps := f.pins(topic)
+// needs on topic; ok is false when no group needs any. When the offsets
+// cannot be read, everything is needed (up to the topic's max pin):
+// maintenance must not expire what an unread group may still consume.
+func (f pinFinder) oldestNeeded(ctx context.Context, topic string) (oldestNeededMs int64, ok bool) {
+	ps, err := f.pins(ctx, topic)
+	if err != nil {
+		return 0, true
+	}
 	if len(ps) == 0 {
 		return 0, false
 	}
@@ -135,11 +153,15 @@ const maxPinsShown = 5
 
 // PinnedBy implements protocol.PinReporter: each group's oldest pin,
 // oldest first, "; "-separated.
-func (f pinFinder) PinnedBy(_ context.Context, topic string) string {
+func (f pinFinder) PinnedBy(ctx context.Context, topic string) string {
+	ps, err := f.pins(ctx, topic)
+	if err != nil {
+		return "every snapshot (" + err.Error() + ")"
+	}
 	var lines []string
 	seen := map[string]bool{}
 	more := 0
-	for _, p := range f.pins(topic) {
+	for _, p := range ps {
 		if seen[p.Group] {
 			continue
 		}
@@ -163,12 +185,12 @@ var _ protocol.PinReporter = pinFinder{}
 // ones must be kept); ok is false when no group needs any. Maintenance
 // uses it to hold back snapshot and changelog expiry, bounded by the
 // topic's MaxPinMs.
-func consumerPins(reg *topics.Registry, coord *groups.Coordinator) func(ctx context.Context, topic string) (oldestNeededMs int64, ok bool) {
-	return newPinFinder(reg, coord).oldestNeeded
+func consumerPins(reg *topics.Registry, committed committedOffsets) func(ctx context.Context, topic string) (oldestNeededMs int64, ok bool) {
+	return newPinFinder(reg, committed).oldestNeeded
 }
 
 // consumerPinReport describes what pins each topic, for DescribeConfigs'
 // lakegw.pinned-by (protocol.Config.Pins) and status output.
-func consumerPinReport(reg *topics.Registry, coord *groups.Coordinator) protocol.PinReporter {
-	return newPinFinder(reg, coord)
+func consumerPinReport(reg *topics.Registry, committed committedOffsets) protocol.PinReporter {
+	return newPinFinder(reg, committed)
 }

@@ -62,7 +62,7 @@ func newPinFixture(t *testing.T) *pinFixture {
 			}
 			return idx, true
 		},
-		committed: coord,
+		committed: coordinatorOffsets{coord},
 	}
 	return fx
 }

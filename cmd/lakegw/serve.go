@@ -135,11 +135,15 @@ func cmdServe(ctx context.Context, args []string, demo bool) (err error) {
 	debugPublic := fs.Bool("debug-listen-public", false, "allow --debug-listen on an address other hosts can reach (profiles expose the process's internals)")
 	offsetsRetention := addOffsetsRetentionFlag(fs)
 	groupLimits := addGroupLimitFlags(fs)
+	clusterOpts := addClusterFlags(fs)
 	if err := parseConfig(fs, args); err != nil {
 		return err
 	}
 	props, err := common.props()
 	if err != nil {
+		return err
+	}
+	if err := clusterOpts.check(common); err != nil {
 		return err
 	}
 	secrets := common.secrets(props)
@@ -171,8 +175,10 @@ func cmdServe(ctx context.Context, args []string, demo bool) (err error) {
 		return err
 	}
 	defer store.Close()
-	if err := store.LockForGateway(ctx); err != nil {
-		return err
+	if !*clusterOpts.shared {
+		if err := store.LockForGateway(ctx); err != nil {
+			return err
+		}
 	}
 	cat, err := lake.OpenCatalog(ctx, *common.dataDir, props)
 	if err != nil {
@@ -235,8 +241,9 @@ func cmdServe(ctx context.Context, args []string, demo bool) (err error) {
 		return err
 	}
 	defer coord.Close()
-	srvCfg := protocol.Config{Listen: *listen, Advertised: *advertised, MaxRequestBytes: int32(*maxRequest), AllowDeleteTopics: *allowDelete,
-		Pins: consumerPinReport(reg, coord)}
+	committed := clusterOpts.committedSource(store, coord)
+	srvCfg := protocol.Config{Listen: *listen, Advertised: *advertised, NodeID: int32(*clusterOpts.nodeID), MaxRequestBytes: int32(*maxRequest), AllowDeleteTopics: *allowDelete,
+		Pins: consumerPinReport(reg, committed)}
 	netLimits.apply(&srvCfg)
 	srv := protocol.NewServer(srvCfg,
 		reg, reader, coord, log.With().Str("component", "kafka").Logger())
@@ -260,38 +267,50 @@ func cmdServe(ctx context.Context, args []string, demo bool) (err error) {
 	if err := srv.Listen(); err != nil {
 		return err
 	}
-
-	var compactor func(context.Context) error
-	if *compactEvery > 0 {
-		compactor = func(ctx context.Context) error {
-			return runCompactor(ctx, cat, reg, *compactEvery, log.With().Str("component", "compactor").Logger())
-		}
+	var tasks []task
+	heartbeats, err := clusterOpts.join(ctx, srv, store, coord, log.With().Str("component", "cluster").Logger())
+	if err != nil {
+		return err
 	}
-	var maintainer func(context.Context) error
+	if heartbeats != nil {
+		tasks = append(tasks, *heartbeats)
+	}
+	if *compactEvery > 0 {
+		tasks = append(tasks, task{"compactor", func(ctx context.Context) error {
+			return runCompactor(ctx, cat, reg, *compactEvery, mine(srv), log.With().Str("component", "compactor").Logger())
+		}})
+	}
 	if *maintainEvery > 0 {
 		// Committed group offsets hold the snapshots they still need.
-		pins := maintain.PinFunc(consumerPins(reg, coord))
-		maintainer = func(ctx context.Context) error {
-			return runMaintainer(ctx, cat, reg, writes, *maintainEvery, pins, log.With().Str("component", "maintain").Logger())
-		}
+		pins := maintain.PinFunc(consumerPins(reg, committed))
+		tasks = append(tasks, task{"maintainer", func(ctx context.Context) error {
+			return runMaintainer(ctx, cat, reg, writes, *maintainEvery, pins, mine(srv), log.With().Str("component", "maintain").Logger())
+		}})
 	}
-	var debug func(context.Context) error
 	if *debugListen != "" {
-		debug = func(ctx context.Context) error {
+		tasks = append(tasks, task{"debug listener", func(ctx context.Context) error {
 			return runDebugListener(ctx, *debugListen, redactCmdline(os.Args, secrets), log.With().Str("component", "debug").Logger())
-		}
+		}})
 	}
-	return runAll(ctx, log, reg, srv, demoWriter, *demoEvery, compactor, maintainer, debug)
+	return runAll(ctx, log, reg, srv, demoWriter, *demoEvery, tasks)
 }
 
-// runAll runs the registry, the server, the demo writer, the compactor and the
-// maintainer until ctx ends or one of them fails, then stops the others and waits for them.
+// task is one of serve's background jobs (the compactor, the maintainer,
+// the debug listener, the membership heartbeats).
+type task struct {
+	name string
+	run  func(context.Context) error
+}
+
+// runAll runs the registry, the server, the demo writer and the tasks
+// until ctx ends or one of them fails, then stops the others and waits for
+// them.
 func runAll(parent context.Context, log zerolog.Logger, reg *topics.Registry, srv *protocol.Server, demo *quickstart.Demo, demoEvery time.Duration,
-	compactor, maintainer, debug func(context.Context) error) error {
+	tasks []task) error {
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	var wg sync.WaitGroup
-	errs := make(chan error, 6)
+	errs := make(chan error, 3+len(tasks))
 	goRun := func(name string, fn func(context.Context) error) {
 		wg.Add(1)
 		go func() {
@@ -314,14 +333,8 @@ func runAll(parent context.Context, log zerolog.Logger, reg *topics.Registry, sr
 	if demo != nil {
 		goRun("demo writer", func(ctx context.Context) error { return demo.Run(ctx, demoEvery) })
 	}
-	if compactor != nil {
-		goRun("compactor", compactor)
-	}
-	if maintainer != nil {
-		goRun("maintainer", maintainer)
-	}
-	if debug != nil {
-		goRun("debug listener", debug)
+	for _, t := range tasks {
+		goRun(t.name, t.run)
 	}
 	<-ctx.Done()
 	wg.Wait()

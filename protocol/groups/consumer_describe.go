@@ -31,6 +31,8 @@ func (c *Coordinator) ConsumerGroupDescribe(_ context.Context, req *kmsg.Consume
 		switch {
 		case code != 0:
 			dg.ErrorCode = code
+		case c.ownershipCode(name) != 0:
+			dg.ErrorCode = c.ownershipCode(name)
 		case !ValidGroupID(name):
 			dg.ErrorCode = kerr.InvalidGroupID.Code
 		case g == nil && c.offsets.hasGroup(name):

@@ -49,7 +49,7 @@ func (c *Coordinator) ConsumerGroupHeartbeat(ctx context.Context, req *kmsg.Cons
 		resp.MemberEpoch = req.MemberEpoch
 		return resp
 	}
-	if code := c.statusCode(); code != 0 {
+	if code := c.groupCode(req.Group); code != 0 {
 		return fail(code, "")
 	}
 	if code, msg := validHeartbeat(req); code != 0 {

@@ -203,6 +203,9 @@ type Coordinator struct {
 	done       chan struct{}
 	expiryDone chan struct{} // closed when the offset expiry loop returned
 	closeOnce  sync.Once
+
+	own           ownershipState // which groups this gateway coordinates (ownership.go)
+	ownershipDone chan struct{}  // closed when runOwnership returned
 }
 
 // New returns a coordinator that keeps committed offsets in store. A nil
@@ -224,9 +227,13 @@ func New(store OffsetStore, log zerolog.Logger, opts Options) *Coordinator {
 		done:          make(chan struct{}),
 
 		expiryDone: make(chan struct{}),
+
+		own:           ownershipState{next: make(chan func(string) bool, 1)},
+		ownershipDone: make(chan struct{}),
 	}
 	go c.run()
 	go c.runOffsetExpiry()
+	go c.runOwnership()
 	return c
 }
 
@@ -276,6 +283,7 @@ func (c *Coordinator) Close() {
 		close(c.quit)
 		<-c.done
 		<-c.expiryDone
+		<-c.ownershipDone
 	})
 }
 

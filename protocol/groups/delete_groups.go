@@ -62,7 +62,7 @@ func (c *Coordinator) deleteGroup(ctx context.Context, name string) int16 {
 // offs or gr may be nil (a group with members but no offsets, or the
 // reverse). unlock releases both.
 func (c *Coordinator) lockGroup(ctx context.Context, name string) (offs *groupOffsets, gr *group, unlock func(), code int16) {
-	if code := c.statusCode(); code != 0 {
+	if code := c.groupCode(name); code != 0 {
 		return nil, nil, nil, code
 	}
 	if !ValidGroupID(name) {

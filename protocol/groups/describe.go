@@ -1,6 +1,7 @@
 package groups
 
 import (
+	"cmp"
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -26,7 +27,7 @@ func (c *Coordinator) DescribeGroups(_ context.Context, req *kmsg.DescribeGroups
 	for _, name := range req.Groups {
 		sg := kmsg.NewDescribeGroupsResponseGroup()
 		sg.Group = name
-		if code != 0 {
+		if code := cmp.Or(code, c.ownershipCode(name)); code != 0 {
 			sg.ErrorCode = code
 			resp.Groups = append(resp.Groups, sg)
 			continue

@@ -23,7 +23,7 @@ func (c *Coordinator) Heartbeat(_ context.Context, req *kmsg.HeartbeatRequest) *
 }
 
 func (c *Coordinator) heartbeat(req *kmsg.HeartbeatRequest, now time.Time) int16 {
-	if code := c.statusCode(); code != 0 {
+	if code := c.groupCode(req.Group); code != 0 {
 		return code
 	}
 	if req.Group == "" {

@@ -44,7 +44,7 @@ func (c *Coordinator) join(ctx context.Context, req *kmsg.JoinGroupRequest, now 
 	fail := func(code int16) (*kmsg.JoinGroupResponse, chan *kmsg.JoinGroupResponse) {
 		return joinError(req.Version, req.MemberID, code), nil
 	}
-	if code := c.statusCode(); code != 0 {
+	if code := c.groupCode(req.Group); code != 0 {
 		return fail(code)
 	}
 	if !ValidGroupID(req.Group) {

@@ -45,7 +45,7 @@ func (c *Coordinator) LeaveGroup(_ context.Context, req *kmsg.LeaveGroupRequest)
 // leave removes the members and fills their result codes in out (same
 // order); it returns the request-level error code.
 func (c *Coordinator) leave(groupName string, leaving []kmsg.LeaveGroupRequestMember, out []kmsg.LeaveGroupResponseMember) int16 {
-	if code := c.statusCode(); code != 0 {
+	if code := c.groupCode(groupName); code != 0 {
 		return code
 	}
 	if groupName == "" {

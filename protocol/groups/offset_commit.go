@@ -57,7 +57,7 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 		return resp
 	}
 
-	if code := c.statusCode(); code != 0 {
+	if code := c.groupCode(req.Group); code != 0 {
 		return setAll(code)
 	}
 	if !ValidGroupID(req.Group) {

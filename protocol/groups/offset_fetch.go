@@ -136,7 +136,7 @@ type fetchedTopic struct {
 // when all is set, else the partitions in want. On a request-level error
 // the wanted partitions come back with offset -1, for v0-v1 to carry it.
 func (c *Coordinator) fetchGroup(group string, want []wantTopic, all bool) (int16, []fetchedTopic) {
-	code := c.statusCode()
+	code := c.groupCode(group)
 	if all {
 		if code != 0 {
 			return code, nil

@@ -63,6 +63,33 @@ func (t *offsetTable) load(offs []CommittedOffset) {
 	}
 }
 
+// dropIf forgets the offsets of the groups drop reports (a coordinator
+// that no longer answers for them).
+func (t *offsetTable) dropIf(drop func(group string) bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for name := range t.groups {
+		if drop(name) {
+			delete(t.groups, name)
+		}
+	}
+}
+
+// replaceGroups replaces the offsets of the groups in reports with offs
+// (those groups' offsets, as the store holds them).
+func (t *offsetTable) replaceGroups(in func(group string) bool, offs []CommittedOffset) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for name := range t.groups {
+		if in(name) {
+			delete(t.groups, name)
+		}
+	}
+	for _, o := range offs {
+		t.entry(o.Group).set(o)
+	}
+}
+
 // entry returns the group's offsets, creating them. Called with mu held
 // for writing. Loading from the store uses it directly: what is stored is
 // kept even past maxGroups (an older gateway may have stored more).

@@ -37,7 +37,7 @@ func (c *Coordinator) sync(req *kmsg.SyncGroupRequest, now time.Time) (*kmsg.Syn
 	fail := func(code int16) (*kmsg.SyncGroupResponse, chan *kmsg.SyncGroupResponse) {
 		return syncError(req.Version, code), nil
 	}
-	if code := c.statusCode(); code != 0 {
+	if code := c.groupCode(req.Group); code != 0 {
 		return fail(code)
 	}
 	if req.Group == "" {

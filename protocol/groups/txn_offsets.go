@@ -14,7 +14,7 @@ import (
 // checked as an OffsetCommit's are; a request without them (v0-v2, or a
 // producer given only the group's name) is not checked, as in Kafka.
 func (c *Coordinator) ValidateTxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest) int16 {
-	if code := c.statusCode(); code != 0 {
+	if code := c.groupCode(req.Group); code != 0 {
 		return code
 	}
 	if !ValidGroupID(req.Group) {

@@ -1,0 +1,96 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+)
+
+// flakyRegistry answers heartbeats with a fixed live set until told to
+// fail, as a state store that becomes unreachable.
+type flakyRegistry struct {
+	mu    sync.Mutex
+	live  []Node
+	fail  bool
+	beats int
+}
+
+func (r *flakyRegistry) Heartbeat(_ context.Context, n Node, _ string, _ time.Duration) ([]Node, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.beats++
+	if r.fail {
+		return nil, errors.New("connection refused")
+	}
+	return r.live, nil
+}
+
+func (r *flakyRegistry) Leave(context.Context, int32, string) error { return nil }
+
+func (r *flakyRegistry) setFail(f bool) {
+	r.mu.Lock()
+	r.fail = f
+	r.mu.Unlock()
+}
+
+// A gateway that cannot reach the state store stops answering for
+// anything before the others can count it dead, and comes back, with
+// its watchers seeing it gain what it owns again, once it can.
+func TestMembershipFencesItselfWithoutHeartbeats(t *testing.T) {
+	reg := &flakyRegistry{live: nodes(0, 1)}
+	m, err := New(nodes(0)[0], reg, Options{HeartbeatInterval: 20 * time.Millisecond, Lease: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Join(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var seen []*View
+	m.Watch(func(_, cur *View) { mu.Lock(); seen = append(seen, cur); mu.Unlock() })
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	ownsSomething := func(v *View) bool {
+		for p := range int32(50) {
+			if v.Leader("t", p).ID == 0 {
+				return true
+			}
+		}
+		return false
+	}
+	if !ownsSomething(m.Current()) {
+		t.Fatal("a live gateway of two leads nothing")
+	}
+	reg.setFail(true)
+	failedAt := time.Now()
+	waitFor(t, func() bool { return m.Current().Fenced })
+	if since := time.Since(failedAt); since > 200*time.Millisecond {
+		t.Errorf("fenced %s after the store went away: the others count it dead after the 200ms lease", since)
+	}
+	if ownsSomething(m.Current()) || m.Current().Coordinator("g").ID == 0 {
+		t.Fatal("a fenced gateway still leads or coordinates")
+	}
+	reg.setFail(false)
+	waitFor(t, func() bool { return !m.Current().Fenced && ownsSomething(m.Current()) })
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) < 3 || !seen[len(seen)-2].Fenced {
+		t.Fatalf("watchers saw %d views, want the fenced one before the last", len(seen))
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 5s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
