@@ -83,8 +83,8 @@ func New(self Node, reg Registry, opts Options) (*Membership, error) {
 	if opts.Lease <= 0 {
 		opts.Lease = DefaultLease
 	}
-	if opts.Lease < 2*opts.HeartbeatInterval {
-		return nil, fmt.Errorf("cluster: the lease (%s) must be at least two heartbeat intervals (%s): one late heartbeat would kill a live gateway",
+	if opts.Lease < 4*opts.HeartbeatInterval {
+		return nil, fmt.Errorf("cluster: the lease (%s) must be at least four heartbeat intervals (%s): a gateway fences itself after three quarters of it, and one late heartbeat must not do that",
 			opts.Lease, opts.HeartbeatInterval)
 	}
 	var b [8]byte
@@ -145,6 +145,11 @@ func (m *Membership) Run(ctx context.Context) error {
 	t := time.NewTicker(m.opts.HeartbeatInterval)
 	defer t.Stop()
 	lastOK := time.Now() // when the last successful heartbeat was sent (Join's, about)
+	// The fence does not wait for a heartbeat to fail: one that hangs
+	// would hold it past the lease. It fires at lastOK + fenceAfter, and
+	// no heartbeat runs past that.
+	fence := time.NewTimer(m.fenceAfter())
+	defer fence.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -154,27 +159,36 @@ func (m *Membership) Run(ctx context.Context) error {
 				m.opts.Log.Warn().Err(err).Msg("leaving the gateways (the others take over after the lease)")
 			}
 			return nil
+		case <-fence.C:
+			if m.fence() {
+				m.opts.Log.Error().Dur("since_last_heartbeat", time.Since(lastOK)).
+					Msg("no heartbeat reached the state store for most of the lease: leading and coordinating nothing until one does")
+			}
+			continue
 		case <-t.C:
 		}
 		sent := time.Now()
-		hctx, cancel := context.WithTimeout(ctx, m.opts.HeartbeatInterval)
+		timeout := m.opts.HeartbeatInterval
+		if left := time.Until(lastOK.Add(m.fenceAfter())); left > 0 && left < timeout {
+			timeout = left
+		}
+		hctx, cancel := context.WithTimeout(ctx, timeout)
 		nodes, err := m.reg.Heartbeat(hctx, m.self, m.instance, m.opts.Lease)
 		cancel()
 		switch {
 		case errors.Is(err, ErrNodeIDTaken):
 			return fmt.Errorf("cluster: %s: %w", m.self, err)
 		case err != nil && ctx.Err() == nil:
-			since := time.Since(lastOK)
-			if since >= m.fenceAfter() {
-				if m.fence() {
-					m.opts.Log.Error().Err(err).Dur("since_last_heartbeat", since).
-						Msg("no heartbeat reached the state store for most of the lease: leading and coordinating nothing until one does")
-				}
-				continue
-			}
-			m.opts.Log.Warn().Err(err).Dur("since_last_heartbeat", since).Msg("heartbeat to the state store failed")
+			m.opts.Log.Warn().Err(err).Dur("since_last_heartbeat", time.Since(lastOK)).Msg("heartbeat to the state store failed")
 		case err == nil:
 			lastOK = sent
+			if !fence.Stop() {
+				select { // drain a fire not yet received
+				case <-fence.C:
+				default:
+				}
+			}
+			fence.Reset(time.Until(lastOK.Add(m.fenceAfter())))
 			m.adopt(nodes)
 		}
 	}
@@ -248,6 +262,26 @@ func (v *View) ShardCoordinator(shard int32) Node { return owner(v.Nodes, shardI
 
 // Coordinator is the gateway coordinating a group or transactional id.
 func (v *View) Coordinator(key string) Node { return v.ShardCoordinator(Shard(key)) }
+
+// ShardsOf is the set of group shards node id coordinates in v.
+func (v *View) ShardsOf(id int32) (owned [GroupShards]bool) {
+	for s := range owned {
+		owned[s] = v.ShardCoordinator(int32(s)).ID == id
+	}
+	return owned
+}
+
+// HandoverGrace is how long a gateway that gains a shard from a live one
+// waits before serving it: until the live one has surely seen the view
+// that took the shard away (its next heartbeat) or fenced itself.
+func (m *Membership) HandoverGrace() time.Duration {
+	return m.fenceAfter() + m.opts.HeartbeatInterval
+}
+
+// WriteBound is how long a write the gateway decided as a shard's owner
+// may take: well within HandoverGrace, so that the shard cannot leave and
+// come back while the write is under way.
+func (m *Membership) WriteBound() time.Duration { return m.opts.Lease / 4 }
 
 // Node is the live gateway with id, if any.
 func (v *View) Node(id int32) (Node, bool) {

@@ -14,17 +14,29 @@ type flakyRegistry struct {
 	mu    sync.Mutex
 	live  []Node
 	fail  bool
+	hang  bool // heartbeats wait for their deadline, as to a stalled database
 	beats int
 }
 
-func (r *flakyRegistry) Heartbeat(_ context.Context, n Node, _ string, _ time.Duration) ([]Node, error) {
+func (r *flakyRegistry) Heartbeat(ctx context.Context, n Node, _ string, _ time.Duration) ([]Node, error) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	r.beats++
-	if r.fail {
+	fail, hang, live := r.fail, r.hang, r.live
+	r.mu.Unlock()
+	switch {
+	case hang:
+		<-ctx.Done()
+		return nil, ctx.Err()
+	case fail:
 		return nil, errors.New("connection refused")
 	}
-	return r.live, nil
+	return live, nil
+}
+
+func (r *flakyRegistry) setHang(h bool) {
+	r.mu.Lock()
+	r.hang = h
+	r.mu.Unlock()
 }
 
 func (r *flakyRegistry) Leave(context.Context, int32, string) error { return nil }
@@ -92,5 +104,31 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("condition not met within 5s")
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// Heartbeats that hang (a stalled database) fence the gateway in time too:
+// the fence does not wait for a heartbeat to return.
+func TestMembershipFencesWhileHeartbeatsHang(t *testing.T) {
+	reg := &flakyRegistry{live: nodes(0, 1)}
+	// The interval is a third of the lease: a hanging heartbeat would
+	// otherwise hold the fence past it.
+	m, err := New(nodes(0)[0], reg, Options{HeartbeatInterval: 100 * time.Millisecond, Lease: 400 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Join(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	time.Sleep(150 * time.Millisecond) // a successful heartbeat or two
+	reg.setHang(true)
+	hungAt := time.Now()
+	waitFor(t, func() bool { return m.Current().Fenced })
+	if since := time.Since(hungAt); since >= 400*time.Millisecond {
+		t.Fatalf("fenced %s after heartbeats started hanging: the others count it dead after the 400ms lease", since)
 	}
 }

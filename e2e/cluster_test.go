@@ -322,3 +322,79 @@ func grepLines(s, re string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// An idempotent producer writes through the cluster while the gateway
+// leading its table is killed with -9: the table's leadership moves, the
+// producer carries on at the new leader, and every acknowledged record is
+// in the topic exactly once (a lakegw-written table has one leader for all
+// its partitions, whose writer restores the producers' state from the
+// table when it takes over).
+func TestClusterProduceAcrossKill9(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	url := pgtest.Start(t).NewDatabase(t)
+	shared := t.TempDir()
+	setupTable(t, shared) // creates the catalog
+	catArgs := append(sharedCatalogArgs(t, shared), "--commit-interval", "20ms")
+	gws := make([]*gateway, 3)
+	addrs := make([]string, 3)
+	for i := range gws {
+		gws[i] = startClusterGateway(t, i, url, catArgs, "")
+		addrs[i] = gws[i].addr
+	}
+	const produced, n = "e2e.produced", 3000
+	adm := kadm.NewClient(mustClient(t, addrs[0]))
+	if resp, err := adm.CreateTopics(ctx, 3, 1, nil, produced); err != nil || resp[produced].Err != nil {
+		t.Fatalf("create %s: %v %v", produced, err, resp[produced].Err)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.DefaultProduceTopic(produced), kgo.ProducerLinger(5*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var leader int32 = -1
+	for i := 0; i < n; i += 100 {
+		if i == n/3 {
+			// Kill the gateway leading the table, mid-stream.
+			md, err := adm.Metadata(ctx, produced)
+			if err != nil {
+				t.Fatal(err)
+			}
+			leader = md.Topics[produced].Partitions[0].Leader
+			t.Logf("killing node %d, the table's leader", leader)
+			gws[leader].kill9()
+		}
+		var recs []*kgo.Record
+		for j := i; j < i+100; j++ {
+			recs = append(recs, &kgo.Record{Key: []byte(fmt.Sprint(j)), Value: []byte(fmt.Sprintf("p-%d", j))})
+		}
+		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			t.Fatalf("produce %d..%d: %v", i, i+99, err)
+		}
+	}
+	var survivor string
+	for i, a := range addrs {
+		if int32(i) != leader {
+			survivor = a
+		}
+	}
+	seen := map[string]int{}
+	for _, r := range readValues(ctx, t, survivor, produced, n, false) {
+		seen[string(r.Value)]++
+	}
+	for i := range n {
+		if v := fmt.Sprintf("p-%d", i); seen[v] != 1 {
+			t.Fatalf("%s is in the topic %d times, want once (%d distinct values)", v, seen[v], len(seen))
+		}
+	}
+	// Nothing more than the n records either.
+	ends, err := kadm.NewClient(mustClient(t, survivor)).ListEndOffsets(ctx, produced)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total int64
+	ends.Each(func(o kadm.ListedOffset) { total += o.Offset })
+	if total != n {
+		t.Fatalf("the topic holds %d records, want %d", total, n)
+	}
+}

@@ -372,6 +372,31 @@ func CanonicalTopic(topic string) string {
 	return lake.TopicName(ident)
 }
 
+// ReleaseUnless stops, in the background, the writers of the topics keep
+// refuses: gateways sharing the work pass the tables this one no longer
+// leads. Their queued batches fail with ErrClosed (the client retries at
+// the new leader), and should this gateway lead a table again, its writer
+// starts afresh from the table, with the producers' state its new commits
+// carry.
+func (s *Service) ReleaseUnless(keep func(topic string) bool) {
+	s.mu.Lock()
+	var drop []string
+	for topic := range s.writers {
+		if !keep(topic) {
+			drop = append(drop, topic)
+		}
+	}
+	s.mu.Unlock()
+	for _, topic := range drop {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.stopWriter(topic)
+			s.cfg.Log.Info().Str("topic", topic).Msg("released the writer of a table another gateway leads now")
+		}()
+	}
+}
+
 // stopWriter stops the writer of topic (its queued batches fail with
 // ErrClosed) and waits for it; the next produce to the topic loads its
 // table afresh.

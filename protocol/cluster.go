@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"github.com/lakegw/lakegw/cluster"
+	"github.com/lakegw/lakegw/produce"
 )
 
 // Self is this gateway as clients reach it (known once Listen bound).
@@ -20,7 +21,20 @@ func (s *Server) view() *cluster.View { return s.members.Current() }
 // leads reports whether this gateway leads a topic partition: the one
 // Fetch, ListOffsets and Produce of it must go to.
 func (s *Server) leads(topic string, partition int32) bool {
-	return s.view().Leader(topic, partition).ID == s.cfg.NodeID
+	return s.leaderOf(s.view(), topic, partition).ID == s.cfg.NodeID
+}
+
+// leaderOf is the gateway leading a topic partition in view. A table
+// lakegw writes (or a topic not served yet, which a Produce may be about
+// to create) has one leader for all its partitions, by its canonical
+// name: its writer keeps the producers' state of the whole table in each
+// commit (produce/), so two gateways must never write it at once. Other
+// tables spread their partitions over the gateways.
+func (s *Server) leaderOf(view *cluster.View, topic string, partition int32) cluster.Node {
+	if t, ok := s.reg.Topic(topic); !ok || t.Written() {
+		return view.Leader(produce.CanonicalTopic(topic), 0)
+	}
+	return view.Leader(topic, partition)
 }
 
 // Leads reports whether this gateway leads a topic partition now.

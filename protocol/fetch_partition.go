@@ -48,7 +48,7 @@ func (s *Server) readFetch(ctx context.Context, req *kmsg.FetchRequest, spans *f
 				op.ErrorCode = kerr.NotLeaderForPartition.Code
 				urgent = true
 				if req.Version >= 16 {
-					op.CurrentLeader.LeaderID, op.CurrentLeader.LeaderEpoch = s.view().Leader(t.Name, rp.Partition).ID, t.Index.LeaderEpoch()
+					op.CurrentLeader.LeaderID, op.CurrentLeader.LeaderEpoch = s.leaderOf(s.view(), t.Name, rp.Partition).ID, t.Index.LeaderEpoch()
 					resp.Brokers = s.nodeEndpoints()
 				}
 			default:

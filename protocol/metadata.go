@@ -79,7 +79,7 @@ func (c *conn) topicMetadata(view *cluster.View, name string) kmsg.MetadataRespo
 	for p := int32(0); p < t.Index.Partitions(); p++ {
 		mp := kmsg.NewMetadataResponseTopicPartition()
 		mp.Partition = p
-		leader := view.Leader(name, p).ID
+		leader := c.s.leaderOf(view, name, p).ID
 		if leader < 0 {
 			mp.ErrorCode = kerr.LeaderNotAvailable.Code
 		}

@@ -95,7 +95,7 @@ func handleProduce(ctx context.Context, c *conn, req *kmsg.ProduceRequest) (kmsg
 			case !c.s.leads(t.Topic, p.Partition):
 				// One writer per partition: its leader's. The client
 				// finds it in Metadata and sends the batch there.
-				w.errs[pi] = refuse(kerr.NotLeaderForPartition, "node %d leads %s/%d", c.s.view().Leader(t.Topic, p.Partition).ID, t.Topic, p.Partition)
+				w.errs[pi] = refuse(kerr.NotLeaderForPartition, "node %d leads %s/%d", c.s.leaderOf(c.s.view(), t.Topic, p.Partition).ID, t.Topic, p.Partition)
 			default:
 				b, berr := decodeBatch(p.Partition, p.Records, req.TransactionID != nil)
 				if berr != nil {

@@ -368,3 +368,54 @@ func TestGatewayRegistry(t *testing.T) {
 		t.Fatalf("a heartbeat to SQLite: %v, want ErrNotShared", err)
 	}
 }
+
+// Offset writes are fenced by shard claims when gateways share the store:
+// a gateway's writes of a group fail once another claimed its shard, and
+// succeed again only after it claims the shard back.
+func TestShardClaimsFenceOffsetWrites(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.Start(t).NewDatabase(t)
+	open := func() *Store {
+		s, err := OpenPostgres(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		if err := s.FenceGroupWrites(5 * time.Second); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	a, b := open(), open()
+	shard := []int32{cluster.Shard("g")}
+	commit := func(s *Store, off int64) error {
+		return s.SaveOffsets(ctx, []groups.CommittedOffset{{Group: "g", Topic: "t", Offset: off, LeaderEpoch: -1}})
+	}
+	if err := commit(a, 1); !errors.Is(err, groups.ErrShardNotOwned) {
+		t.Fatalf("a write before any claim: %v, want ErrShardNotOwned", err)
+	}
+	if err := a.ClaimShards(ctx, shard); err != nil {
+		t.Fatal(err)
+	}
+	if err := commit(a, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.ClaimShards(ctx, shard); err != nil {
+		t.Fatal(err)
+	}
+	if err := commit(a, 3); !errors.Is(err, groups.ErrShardNotOwned) {
+		t.Fatalf("the old owner's write: %v, want ErrShardNotOwned", err)
+	}
+	if err := a.DeleteGroupOffsets(ctx, "g"); !errors.Is(err, groups.ErrShardNotOwned) {
+		t.Fatalf("the old owner's delete: %v, want ErrShardNotOwned", err)
+	}
+	if err := commit(b, 4); err != nil {
+		t.Fatal(err)
+	}
+	if got := loadOffsets(ctx, t, b); len(got) != 1 || got[0].Offset != 4 {
+		t.Fatalf("stored %+v, want the new owner's 4", got)
+	}
+	if err := openTestStore(t).FenceGroupWrites(time.Second); !errors.Is(err, ErrNotShared) {
+		t.Fatalf("fencing a SQLite store: %v", err)
+	}
+}

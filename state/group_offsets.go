@@ -58,7 +58,11 @@ func (s *Store) SaveOffsets(ctx context.Context, offs []groups.CommittedOffset) 
 
 // writeGroupOffsets upserts offs in one transaction, in order.
 func (s *Store) writeGroupOffsets(ctx context.Context, offs []groups.CommittedOffset) error {
-	return s.inTx(ctx, func(tx *sql.Tx) error {
+	ids := make([]string, len(offs))
+	for i, o := range offs {
+		ids[i] = o.Group
+	}
+	return s.fenced(ctx, ids, func(tx *sql.Tx) error {
 		stmt, err := tx.PrepareContext(ctx,
 			s.d.q(`INSERT INTO group_offsets(group_id, topic, partition, "offset", leader_epoch, metadata, commit_ms) VALUES(?,?,?,?,?,?,?)
 			 ON CONFLICT(group_id, topic, partition) DO UPDATE SET "offset"=excluded."offset",
@@ -79,16 +83,18 @@ func (s *Store) writeGroupOffsets(ctx context.Context, offs []groups.CommittedOf
 // DeleteGroupOffsets removes every committed offset of group (their
 // retention expired).
 func (s *Store) DeleteGroupOffsets(ctx context.Context, group string) error {
-	if _, err := s.db.ExecContext(ctx, s.d.q(`DELETE FROM group_offsets WHERE group_id = ?`), s.d.client(group)); err != nil {
-		return fmt.Errorf("delete offsets of group %q: %w", group, err)
-	}
-	return nil
+	return s.fenced(ctx, []string{group}, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, s.d.q(`DELETE FROM group_offsets WHERE group_id = ?`), s.d.client(group)); err != nil {
+			return fmt.Errorf("delete offsets of group %q: %w", group, err)
+		}
+		return nil
+	})
 }
 
 // DeletePartitionOffsets removes the committed offsets of some of group's
 // partitions (OffsetDelete), in one transaction.
 func (s *Store) DeletePartitionOffsets(ctx context.Context, group string, parts []groups.TopicPartition) error {
-	return s.inTx(ctx, func(tx *sql.Tx) error {
+	return s.fenced(ctx, []string{group}, func(tx *sql.Tx) error {
 		for _, p := range parts {
 			if _, err := tx.ExecContext(ctx, s.d.q(`DELETE FROM group_offsets WHERE group_id = ? AND topic = ? AND partition = ?`),
 				s.d.client(group), p.Topic, p.Partition); err != nil {

@@ -86,6 +86,13 @@ var postgresMigrations = []string{
 		beat_at  TIMESTAMPTZ NOT NULL
 	);
 	CREATE INDEX group_offsets_by_topic ON group_offsets (topic);`,
+	// 3: which gateway instance coordinates each group shard: the fencing
+	// token of committed offsets (shard_claims.go).
+	`CREATE TABLE group_shards (
+		shard    INTEGER PRIMARY KEY,
+		instance TEXT NOT NULL,
+		epoch    BIGINT NOT NULL
+	);`,
 }
 
 // migratePostgres applies the migrations db has not seen, in one

@@ -20,6 +20,9 @@ type Store struct {
 	// gatewayLock holds PostgreSQL's session lock of the serving gateway
 	// (LockForGateway); nil otherwise.
 	gatewayLock *sql.Conn
+	// claims fences the writes of committed offsets by group shard when
+	// gateways share the store (shard_claims.go).
+	claims shardClaims
 }
 
 const sqliteSchema = `

@@ -393,3 +393,15 @@ func (t *Topic) deriveOptions(enc *Encoding) derive.Options {
 	return derive.Options{Partitions: t.Config.Partitions, KeyColumns: t.Config.KeyColumns, Target: enc.schema, PlanCache: t.plans, RowGroups: t.rowGroups,
 		Retained: changelog.LSMLogs{t.retained.Load(), t.prevRetained.Load()}}
 }
+
+// Written reports whether lakegw writes the topic's table (a raw topic or
+// a primary-key table): such a table has one writer at a time, so among
+// gateways sharing the work one leads all its partitions.
+func (t *Topic) Written() bool {
+	tbl := t.Table()
+	if tbl == nil {
+		return false
+	}
+	props := tbl.Properties()
+	return changelog.IsRawTable(props) || changelog.IsLSMTable(props)
+}

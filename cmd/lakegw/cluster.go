@@ -10,6 +10,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/lakegw/lakegw/cluster"
+	"github.com/lakegw/lakegw/produce"
 	"github.com/lakegw/lakegw/protocol"
 	"github.com/lakegw/lakegw/protocol/groups"
 	"github.com/lakegw/lakegw/state"
@@ -57,7 +58,8 @@ func (c *clusterFlags) check(common *commonFlags) error {
 // hands the group coordinator the groups it now coordinates at every
 // change, and returns the heartbeat task. A lone gateway (no --cluster)
 // leads everything and returns no task.
-func (c *clusterFlags) join(ctx context.Context, srv *protocol.Server, store *state.Store, coord *groups.Coordinator, log zerolog.Logger) (*task, error) {
+func (c *clusterFlags) join(ctx context.Context, srv *protocol.Server, store *state.Store, coord *groups.Coordinator, writes *produce.Service,
+	log zerolog.Logger) (*task, error) {
 	if !*c.shared {
 		return nil, nil
 	}
@@ -69,11 +71,40 @@ func (c *clusterFlags) join(ctx context.Context, srv *protocol.Server, store *st
 	if err := m.Join(ctx); err != nil {
 		return nil, err
 	}
+	if err := store.FenceGroupWrites(m.WriteBound()); err != nil {
+		return nil, err
+	}
 	srv.UseMembership(m)
-	m.Watch(func(_, cur *cluster.View) {
-		coord.SetOwnership(func(group string) bool { return cur.Coordinator(group).ID == self.ID })
+	m.Watch(func(old, cur *cluster.View) {
+		coord.SetOwnership(cur.ShardsOf(self.ID), handoverGrace(m, old, cur, self.ID))
+		writes.ReleaseUnless(func(topic string) bool { return srv.Leads(topic, 0) })
 	})
 	return &task{name: "cluster membership", run: m.Run}, nil
+}
+
+// handoverGrace is how long the group shards self gains from old to cur
+// wait before it serves them: none when their coordinators in old are all
+// dead in cur (they fenced themselves before the others counted them
+// dead), else long enough for a live one to learn it lost them. The first
+// view (old nil) takes over from whoever ran before.
+func handoverGrace(m *cluster.Membership, old, cur *cluster.View, self int32) time.Duration {
+	mine := cur.ShardsOf(self)
+	for s := range mine {
+		if !mine[s] {
+			continue
+		}
+		if old == nil {
+			if len(cur.Nodes) > 1 {
+				return m.HandoverGrace()
+			}
+			continue
+		}
+		prev := old.ShardCoordinator(int32(s)).ID
+		if _, alive := cur.Node(prev); prev != self && alive {
+			return m.HandoverGrace()
+		}
+	}
+	return 0
 }
 
 // mine reports whether this gateway does a topic's table work (compaction,

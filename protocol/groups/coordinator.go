@@ -228,7 +228,7 @@ func New(store OffsetStore, log zerolog.Logger, opts Options) *Coordinator {
 
 		expiryDone: make(chan struct{}),
 
-		own:           ownershipState{next: make(chan func(string) bool, 1)},
+		own:           ownershipState{next: make(chan takeover, 1)},
 		ownershipDone: make(chan struct{}),
 	}
 	go c.run()

@@ -39,7 +39,7 @@ func (c *Coordinator) deleteGroup(ctx context.Context, name string) int16 {
 		if c.store != nil {
 			if err := c.store.DeleteGroupOffsets(ctx, name); err != nil {
 				c.log.Warn().Err(err).Str("group", name).Msg("delete group: its offsets could not be removed; nothing changed")
-				return kerr.CoordinatorNotAvailable.Code
+				return storeFailureCode(err)
 			}
 		}
 		c.offsets.mu.Lock()

@@ -126,6 +126,9 @@ func (c *Coordinator) OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRe
 		switch {
 		case errors.Is(err, errTooManyGroups):
 			ev = c.log.Debug()
+		case errors.Is(err, ErrShardNotOwned):
+			// Another gateway took the group over: the client finds it.
+			ev, code = c.log.Info(), kerr.NotCoordinator.Code
 		case errors.Is(err, errTooManyOffsets):
 			// Kafka's answer to a commit its log cannot take: the
 			// client must commit less, retrying cannot help.

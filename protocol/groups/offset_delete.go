@@ -62,7 +62,7 @@ func (c *Coordinator) offsetDelete(ctx context.Context, name string, resp *kmsg.
 	if c.store != nil {
 		if err := c.store.DeletePartitionOffsets(ctx, name, del); err != nil {
 			c.log.Warn().Err(err).Str("group", name).Msg("delete offsets: the store failed; nothing changed")
-			return kerr.CoordinatorNotAvailable.Code
+			return storeFailureCode(err)
 		}
 	}
 	c.offsets.mu.Lock()

@@ -92,6 +92,11 @@ func (c *Coordinator) ExpireOffsets(ctx context.Context) ([]string, error) {
 // active before cutoff. It holds the group's commit semaphore throughout,
 // so no commit lands between the check and the removal.
 func (c *Coordinator) expireGroup(ctx context.Context, name string, cutoff int64) (bool, error) {
+	if c.ownershipCode(name) != 0 {
+		// Another gateway coordinates it (or it is being taken over):
+		// its offsets here may be stale, and are not this one's to drop.
+		return false, nil
+	}
 	g, err := c.offsets.acquire(ctx, name, false)
 	if err != nil {
 		return false, fmt.Errorf("expire offsets of group %q: %w", name, err)

@@ -2,55 +2,92 @@ package groups
 
 import (
 	"context"
+	"errors"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/lakegw/lakegw/cluster"
 )
 
 // Ownership: when gateways share a state store, each coordinates the
-// groups of its shards (cluster/), and a group moves when the live
-// gateways change. The new coordinator takes the group's committed offsets
-// from the store, where the old one saved every commit before answering
-// it; members rejoin, as with a Kafka coordinator failover. A lone
-// gateway's coordinator owns every group and never reloads.
+// groups of its shards (cluster/), and a shard moves when the live
+// gateways change. The new coordinator first claims the shard in the
+// store, which fences the old one's writes (ShardClaimer), then loads the
+// shard's committed offsets, which the old one saved before answering
+// each commit; members rejoin, as with a Kafka coordinator failover. A
+// lone gateway's coordinator owns every group and never reloads.
 
-// ownership is which groups this coordinator answers for, and which of
-// those it is still loading.
+// Shards is a set of group shards (cluster.Shard).
+type Shards [cluster.GroupShards]bool
+
+// ShardClaimer is a store that fences the writes of committed offsets by
+// shard: once ClaimShards returned, no write of the shards' previous
+// owner can land any more, and this gateway's writes of groups in shards
+// it did not claim (or that another claimed since) fail with
+// ErrShardNotOwned. The PostgreSQL state store of a cluster is one.
+type ShardClaimer interface {
+	ClaimShards(ctx context.Context, shards []int32) error
+}
+
+// ErrShardNotOwned: another gateway coordinates the group now.
+var ErrShardNotOwned = errors.New("another gateway coordinates this group now")
+
+// storeFailureCode is the error code of a store write that failed:
+// NOT_COORDINATOR when another gateway took the group over (the client
+// finds it), else COORDINATOR_NOT_AVAILABLE (retriable).
+func storeFailureCode(err error) int16 {
+	if errors.Is(err, ErrShardNotOwned) {
+		return kerr.NotCoordinator.Code
+	}
+	return kerr.CoordinatorNotAvailable.Code
+}
+
+// ownership is which shards this coordinator answers for, and which of
+// those it is still taking over.
 type ownership struct {
-	owns    func(group string) bool
-	loading func(group string) bool // nil: none
+	owned, loading Shards
 }
 
 // ownershipState is the coordinator's current ownership (nil: every
-// group) and the newest one waiting to be adopted.
+// group) and the newest one waiting to be taken over.
 type ownershipState struct {
+	mu   sync.Mutex // orders SetOwnership against a takeover's finish
 	cur  atomic.Pointer[ownership]
-	next chan func(string) bool // 1-slot: the newest ownership not adopted yet
+	next chan takeover // 1-slot: the newest ownership not taken over yet
 }
 
-// SetOwnership makes the coordinator answer only for the groups owns
-// reports, from now on; groups it gains answer COORDINATOR_LOAD_IN_PROGRESS
-// until their offsets are loaded from the store, and groups it loses are
-// dropped (their members are told NOT_COORDINATOR and find the new
-// coordinator). It does not block: the loading runs on the coordinator's
-// own goroutine, retried until it succeeds or a newer ownership replaces
-// it.
-func (c *Coordinator) SetOwnership(owns func(group string) bool) {
+type takeover struct {
+	own   *ownership
+	grace time.Duration
+}
+
+// SetOwnership makes the coordinator answer only for the groups of owned,
+// from now on. Groups it loses are dropped at once (their members are told
+// NOT_COORDINATOR and find the new coordinator). Groups it gains answer
+// COORDINATOR_LOAD_IN_PROGRESS until it has waited grace (time for their
+// previous coordinator, still alive, to learn it lost them), claimed their
+// shards and loaded their offsets. It does not block: the takeover runs on
+// the coordinator's own goroutine, retried until it succeeds or a newer
+// ownership replaces it. The first ownership gains every shard it names.
+func (c *Coordinator) SetOwnership(owned Shards, grace time.Duration) {
+	c.own.mu.Lock()
 	prev := c.own.cur.Load()
-	was := func(string) bool { return true }
-	if prev != nil {
-		was = prev.owns
-		if prev.loading != nil {
-			// Groups still loading were never served: load them again.
-			was = func(g string) bool { return prev.owns(g) && !prev.loading(g) }
-		}
+	o := &ownership{owned: owned}
+	for s := range owned {
+		// A shard still loading was never served: it is gained again.
+		held := prev != nil && prev.owned[s] && !prev.loading[s]
+		o.loading[s] = owned[s] && !held
 	}
-	c.own.cur.Store(&ownership{owns: owns, loading: func(g string) bool { return owns(g) && !was(g) }})
-	c.dropLost(owns)
+	c.own.cur.Store(o)
+	c.dropLost(owned)
+	c.own.mu.Unlock()
+	t := takeover{own: o, grace: grace}
 	for {
 		select {
-		case c.own.next <- owns:
+		case c.own.next <- t:
 			return
 		default:
 		}
@@ -65,12 +102,13 @@ func (c *Coordinator) SetOwnership(owns func(group string) bool) {
 // coordinator does not (yet) answer for it, or 0.
 func (c *Coordinator) ownershipCode(group string) int16 {
 	o := c.own.cur.Load()
-	switch {
-	case o == nil:
+	if o == nil {
 		return 0
-	case !o.owns(group):
+	}
+	switch s := cluster.Shard(group); {
+	case !o.owned[s]:
 		return kerr.NotCoordinator.Code
-	case o.loading != nil && o.loading(group):
+	case o.loading[s]:
 		return kerr.CoordinatorLoadInProgress.Code
 	}
 	return 0
@@ -84,12 +122,13 @@ func (c *Coordinator) groupCode(group string) int16 {
 	return c.ownershipCode(group)
 }
 
-// dropLost forgets the members and offsets of the groups owns does not
-// hold.
-func (c *Coordinator) dropLost(owns func(string) bool) {
+// dropLost forgets the members and offsets of the groups outside owned.
+// Called with own.mu held.
+func (c *Coordinator) dropLost(owned Shards) {
+	lost := func(group string) bool { return !owned[cluster.Shard(group)] }
 	c.mu.Lock()
 	for name, g := range c.groups {
-		if owns(name) {
+		if !lost(name) {
 			continue
 		}
 		g.failWaiters(kerr.NotCoordinator.Code)
@@ -99,59 +138,89 @@ func (c *Coordinator) dropLost(owns func(string) bool) {
 		delete(c.groups, name)
 	}
 	c.mu.Unlock()
-	c.offsets.dropIf(func(group string) bool { return !owns(group) })
+	c.offsets.dropIf(lost)
 }
 
-// runOwnership adopts ownerships as SetOwnership hands them over: it loads
-// the committed offsets of the groups gained, then lets them be served.
+// runOwnership takes over the shards each new ownership gains.
 func (c *Coordinator) runOwnership() {
 	defer close(c.ownershipDone)
 	for {
-		var owns func(string) bool
+		var t takeover
 		select {
 		case <-c.quit:
 			return
-		case owns = <-c.own.next:
+		case t = <-c.own.next:
+		}
+		if !c.sleep(t.grace) {
+			return
 		}
 		for backoff := 100 * time.Millisecond; ; backoff = min(2*backoff, 5*time.Second) {
-			done, err := c.loadGained(owns)
-			if done {
+			err := c.takeOver(t.own)
+			if err == nil {
 				break
 			}
-			c.log.Warn().Err(err).Dur("retry_in", backoff).Msg("loading the committed offsets of groups this gateway took over")
-			select {
-			case <-c.quit:
+			c.log.Warn().Err(err).Dur("retry_in", backoff).Msg("taking over the groups of shards this gateway now coordinates")
+			if !c.sleep(backoff) {
 				return
-			case <-time.After(backoff):
 			}
 		}
 	}
 }
 
-// loadGained loads the offsets of the groups owns gained, unless a newer
-// ownership arrived (done either way, then).
-func (c *Coordinator) loadGained(owns func(string) bool) (done bool, err error) {
-	o := c.own.cur.Load()
-	if o == nil || len(c.own.next) > 0 {
-		return true, nil // superseded
+// sleep waits d unless the coordinator closes (false) or a newer ownership
+// arrives (true at once: that one is taken over instead, or as well).
+func (c *Coordinator) sleep(d time.Duration) bool {
+	if d <= 0 {
+		return true
 	}
-	if o.loading != nil && c.store != nil {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-c.quit:
+		return false
+	case <-t.C:
+	}
+	return true
+}
+
+// takeOver claims and loads the shards o gains, unless o is no longer the
+// current ownership (a newer one is queued, and takes over its own).
+func (c *Coordinator) takeOver(o *ownership) error {
+	if c.own.cur.Load() != o {
+		return nil
+	}
+	var gained []int32
+	for s, l := range o.loading {
+		if l {
+			gained = append(gained, int32(s))
+		}
+	}
+	var offs []CommittedOffset
+	if len(gained) > 0 && c.store != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		offs, err := c.store.LoadOffsets(ctx)
-		if err != nil {
-			return false, err
-		}
-		var gained []CommittedOffset
-		for _, off := range offs {
-			if o.loading(off.Group) {
-				gained = append(gained, off)
+		if claimer, ok := c.store.(ShardClaimer); ok {
+			if err := claimer.ClaimShards(ctx, gained); err != nil {
+				return err
 			}
 		}
-		c.offsets.replaceGroups(o.loading, gained)
-		c.log.Info().Int("offsets", len(gained)).Msg("took over groups")
+		all, err := c.store.LoadOffsets(ctx)
+		if err != nil {
+			return err
+		}
+		for _, off := range all {
+			if o.loading[cluster.Shard(off.Group)] {
+				offs = append(offs, off)
+			}
+		}
 	}
-	// Serve them, unless the ownership changed meanwhile (that one loads).
-	c.own.cur.CompareAndSwap(o, &ownership{owns: o.owns})
-	return true, nil
+	c.own.mu.Lock()
+	defer c.own.mu.Unlock()
+	if c.own.cur.Load() != o {
+		return nil // superseded meanwhile: what was loaded may be lost already
+	}
+	c.offsets.replaceGroups(func(group string) bool { return o.loading[cluster.Shard(group)] }, offs)
+	c.own.cur.Store(&ownership{owned: o.owned})
+	c.log.Info().Int("shards", len(gained)).Int("offsets", len(offs)).Msg("took over groups")
+	return nil
 }

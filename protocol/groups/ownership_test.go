@@ -6,7 +6,34 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/lakegw/lakegw/cluster"
 )
+
+// shardsWith is the set of shards holding the groups named (all: every
+// shard).
+func shardsWith(groups ...string) Shards {
+	var s Shards
+	for _, g := range groups {
+		s[cluster.Shard(g)] = true
+	}
+	return s
+}
+
+func allShards() Shards {
+	var s Shards
+	for i := range s {
+		s[i] = true
+	}
+	return s
+}
+
+func without(s Shards, groups ...string) Shards {
+	for _, g := range groups {
+		s[cluster.Shard(g)] = false
+	}
+	return s
+}
 
 // Two coordinators on one store, as two gateways sharing a state store:
 // a group moves from one to the other, and the new one answers with the
@@ -16,29 +43,25 @@ func TestGroupMovesBetweenCoordinators(t *testing.T) {
 	store := newMemStore()
 	a := newOpened(t, store, testOpts())
 	b := newOpened(t, store, testOpts())
-	onA := func(g string) bool { return g == "moving" }
-	onB := func(g string) bool { return g != "moving" }
-	a.SetOwnership(onA)
-	b.SetOwnership(onB)
+	a.SetOwnership(shardsWith("moving"), 0)
+	b.SetOwnership(without(allShards(), "moving"), 0)
+	waitServed(t, a, "moving")
 	ctx := context.Background()
 
 	allCodes(t, "commit on a", a.OffsetCommit(ctx, commitReq("moving", "", -1, "t", map[int32]int64{0: 10})), 0)
 	allCodes(t, "commit on the wrong coordinator", b.OffsetCommit(ctx, commitReq("moving", "", -1, "t", map[int32]int64{0: 99})), kerr.NotCoordinator.Code)
-	// b saw the group's offsets when it was its own before: b must not
-	// serve them after taking it over.
-	b.SetOwnership(func(string) bool { return true })
+	// b takes the group over (a lost it first).
+	a.SetOwnership(Shards{}, 0)
+	b.SetOwnership(allShards(), 0)
 	waitServed(t, b, "moving")
 	if got := committedOffset(t, b, "moving"); got != 10 {
 		t.Fatalf("b after taking the group over: offset %d, want 10", got)
 	}
 	allCodes(t, "commit on b", b.OffsetCommit(ctx, commitReq("moving", "", -1, "t", map[int32]int64{0: 20})), 0)
 
-	// Back to a, which held 10 in memory: it must load 20 from the store.
-	// a saw a view in which it owned nothing (it was fenced: cluster/),
-	// or one in which b held the group, before this one.
-	b.SetOwnership(onB)
-	a.SetOwnership(func(string) bool { return false })
-	a.SetOwnership(onA)
+	// Back to a, which held 10 in memory once: it must load 20.
+	b.SetOwnership(without(allShards(), "moving"), 0)
+	a.SetOwnership(shardsWith("moving"), 0)
 	waitServed(t, a, "moving")
 	if got := committedOffset(t, a, "moving"); got != 20 {
 		t.Fatalf("a after taking the group back: offset %d, want 20 (committed on b)", got)
@@ -47,6 +70,57 @@ func TestGroupMovesBetweenCoordinators(t *testing.T) {
 	wantCode(t, "fetch on the old coordinator", resp.ErrorCode, kerr.NotCoordinator.Code)
 	if b.offsets.hasGroup("moving") {
 		t.Error("b still holds the offsets of a group it no longer coordinates")
+	}
+}
+
+// A coordinator's first ownership takes over every shard it names: the
+// offsets it read at Open may be older than the store's by then.
+func TestFirstOwnershipLoadsFromTheStore(t *testing.T) {
+	store := newMemStore()
+	a := newOpened(t, store, testOpts())
+	b := newOpened(t, store, testOpts()) // opened (offsets read) before a commits
+	allCodes(t, "commit on a", a.OffsetCommit(context.Background(), commitReq("g", "", -1, "t", map[int32]int64{0: 7})), 0)
+	b.SetOwnership(allShards(), 0)
+	waitServed(t, b, "g")
+	if got := committedOffset(t, b, "g"); got != 7 {
+		t.Fatalf("b's first ownership serves offset %d, want 7 from the store", got)
+	}
+}
+
+// A gained group waits for grace (its previous coordinator learning it
+// lost it) and then for its offsets: it never serves before both.
+func TestGainedGroupWaitsForGraceAndItsOffsets(t *testing.T) {
+	store := newMemStore()
+	c := newOpened(t, store, testOpts())
+	c.SetOwnership(Shards{}, 0)
+	start := time.Now()
+	c.SetOwnership(allShards(), 150*time.Millisecond)
+	waitServed(t, c, "g")
+	if waited := time.Since(start); waited < 150*time.Millisecond {
+		t.Fatalf("served after %s, before the 150ms grace", waited)
+	}
+	c.SetOwnership(Shards{}, 0)
+	store.setFail(context.DeadlineExceeded)
+	c.SetOwnership(allShards(), 0)
+	time.Sleep(150 * time.Millisecond)
+	wantCode(t, "while the store fails", c.groupCode("g"), kerr.CoordinatorLoadInProgress.Code)
+	store.setFail(nil)
+	waitServed(t, c, "g")
+}
+
+// Expiry leaves alone the groups another gateway coordinates, whatever
+// stale copy of their offsets this one holds.
+func TestExpirySkipsGroupsOfOtherCoordinators(t *testing.T) {
+	c, clock, store := expiringCoordinator(t)
+	allCodes(t, "commit", c.OffsetCommit(context.Background(), commitReq("elsewhere", "", -1, "t", map[int32]int64{0: 5})), 0)
+	c.SetOwnership(without(allShards(), "elsewhere"), 0)
+	c.offsets.replaceGroups(func(string) bool { return false }, []CommittedOffset{{Group: "elsewhere", Topic: "t", Offset: 5, CommitTimeMs: 1}})
+	clock.set(clock.Now().Add(30 * 24 * time.Hour))
+	if got := expire(t, c); len(got) != 0 {
+		t.Fatalf("expired %v: groups another gateway coordinates", got)
+	}
+	if offs, _ := store.count(); offs != 1 {
+		t.Fatalf("%d offsets left in the store, want the other gateway's 1", offs)
 	}
 }
 
@@ -62,19 +136,4 @@ func waitServed(t *testing.T, c *Coordinator, group string) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	wantCode(t, "group "+group, c.groupCode(group), 0)
-}
-
-// A group gained while the store fails answers COORDINATOR_LOAD_IN_PROGRESS
-// (retriable) until the load succeeds: it never serves offsets it did not
-// load.
-func TestGainedGroupWaitsForItsOffsets(t *testing.T) {
-	store := newMemStore()
-	c := newOpened(t, store, testOpts())
-	c.SetOwnership(func(string) bool { return false })
-	store.setFail(context.DeadlineExceeded)
-	c.SetOwnership(func(string) bool { return true })
-	time.Sleep(150 * time.Millisecond)
-	wantCode(t, "while the store fails", c.groupCode("g"), kerr.CoordinatorLoadInProgress.Code)
-	store.setFail(nil)
-	waitServed(t, c, "g")
 }
