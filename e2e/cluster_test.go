@@ -398,3 +398,32 @@ func TestClusterProduceAcrossKill9(t *testing.T) {
 		t.Fatalf("the topic holds %d records, want %d", total, n)
 	}
 }
+
+// The Java client (4.x) with its group's members on different gateways of
+// a cluster, with the classic protocol and with KIP-848: each member finds
+// the group's coordinator and the partitions' leaders among the gateways,
+// a member leaving hands its partitions over, and every record is consumed
+// exactly once (e2e/flink's JavaConsumerProtocolTest.groupAcrossGateways).
+func TestJavaGroupAcrossGateways(t *testing.T) {
+	needJava(t)
+	url := pgtest.Start(t).NewDatabase(t)
+	shared := t.TempDir()
+	setupTable(t, shared) // creates the catalog
+	catArgs := append(sharedCatalogArgs(t, shared), "--commit-interval", "20ms")
+	gws := make([]*gateway, 3)
+	addrs := make([]string, 3)
+	for i := range gws {
+		gws[i] = startClusterGateway(t, i, url, catArgs, "")
+		addrs[i] = gws[i].addr
+	}
+	logs := func() string {
+		var b strings.Builder
+		for i, g := range gws {
+			fmt.Fprintf(&b, "gateway %d:\n%s\n", i, tailLines(g.Logs(), 25))
+		}
+		return b.String()
+	}
+	runJavaTests(t, []string{"-Dtest=JavaConsumerProtocolTest#groupAcrossGateways",
+		"-Dlakegw.bootstrap=" + strings.Join(addrs, ","), "-Dlakegw.cluster=" + strings.Join(addrs, ",")},
+		logs, func(took time.Duration) { t.Logf("mvn test took %v", took.Round(time.Second)) })
+}

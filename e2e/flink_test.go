@@ -49,7 +49,10 @@ import (
 // It needs java (17+) and mvn. Without them it is skipped, unless CI=true or
 // LAKEGW_E2E_FLINK=1, where it fails saying what is missing.
 // LAKEGW_E2E_FLINK=0 skips it. `make e2e-flink` runs it alone.
-func TestFlink(t *testing.T) {
+// needJava skips t (or, in CI or with LAKEGW_E2E_FLINK=1, fails it) when
+// the Java and Maven the Flink/Java tests run on are missing.
+func needJava(t *testing.T) {
+	t.Helper()
 	mode := os.Getenv("LAKEGW_E2E_FLINK")
 	if mode == "0" {
 		t.Skip("LAKEGW_E2E_FLINK=0")
@@ -72,7 +75,10 @@ func TestFlink(t *testing.T) {
 	if testing.Short() && !required {
 		t.Skip("-short")
 	}
+}
 
+func TestFlink(t *testing.T) {
+	needJava(t)
 	ctx := context.Background()
 	dir := t.TempDir()
 	cat, err := lake.OpenCatalog(ctx, dir, nil)
@@ -88,6 +94,22 @@ func TestFlink(t *testing.T) {
 	ctl.restart = func() *gateway { return startGateway(t, dir, proxy.target, "--advertised-listener", proxy.addr) }
 	ctlAddr := ctl.serve()
 
+	args := []string{"-Dlakegw.bootstrap=" + proxy.addr, "-Dlakegw.control=http://" + ctlAddr}
+	if only := os.Getenv("LAKEGW_E2E_FLINK_TEST"); only != "" {
+		args = append(args, "-Dtest="+only)
+	}
+	runJavaTests(t, args, func() string { return tailLines(ctl.logs(), 80) },
+		func(took time.Duration) {
+			t.Logf("mvn test took %v; Kafka APIs the Java clients called (through the proxy): %s", took.Round(time.Second), proxy.summary())
+		})
+}
+
+// runJavaTests runs the Maven project's tests (e2e/flink) with the system
+// properties args, within what is left of t's deadline; logs says what the
+// gateways logged last, for a failure; done reports the run's time.
+func runJavaTests(t *testing.T, props []string, logs func() string, done func(took time.Duration)) {
+	t.Helper()
+	ctx := context.Background()
 	// Maven gets what is left of the test's deadline, less time to report.
 	budget := 15 * time.Minute
 	if d, ok := t.Deadline(); ok {
@@ -99,15 +121,10 @@ func TestFlink(t *testing.T) {
 	mctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
 	work := t.TempDir()
-	args := []string{"-B", "-e", "-ntp", "test",
+	args := append([]string{"-B", "-e", "-ntp", "test",
 		"-DbuildDir=" + filepath.Join(work, "target"),
-		"-Dlakegw.bootstrap=" + proxy.addr,
-		"-Dlakegw.control=http://" + ctlAddr,
 		"-Dlakegw.workdir=" + filepath.Join(work, "flink"),
-	}
-	if only := os.Getenv("LAKEGW_E2E_FLINK_TEST"); only != "" {
-		args = append(args, "-Dtest="+only)
-	}
+	}, props...)
 	if os.Getenv("CI") == "true" {
 		args = append(args, "-Dstyle.color=never")
 	}
@@ -138,12 +155,12 @@ func TestFlink(t *testing.T) {
 		}
 	}
 	err = cmd.Wait()
-	t.Logf("mvn test took %v; Kafka APIs the Java clients called (through the proxy): %s", time.Since(start).Round(time.Second), proxy.summary())
+	done(time.Since(start))
 	if mctx.Err() != nil {
-		t.Fatalf("mvn test did not finish within %v and was killed; gateway logs:\n%s", budget, tailLines(ctl.logs(), 80))
+		t.Fatalf("mvn test did not finish within %v and was killed; gateway logs:\n%s", budget, logs())
 	}
 	if err != nil {
-		t.Fatalf("mvn test failed: %v (its output is above; the last gateway logs follow)\n%s", err, tailLines(ctl.logs(), 80))
+		t.Fatalf("mvn test failed: %v (its output is above; the last gateway logs follow)\n%s", err, logs())
 	}
 }
 

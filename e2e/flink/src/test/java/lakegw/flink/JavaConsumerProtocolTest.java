@@ -28,6 +28,8 @@ import org.apache.kafka.common.GroupType;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.StringSerializer;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.condition.DisabledIfSystemProperty;
+import org.junit.jupiter.api.condition.EnabledIfSystemProperty;
 
 /**
  * The Java 4.x consumer with group.protocol=consumer (KIP-848): the gateway
@@ -37,10 +39,16 @@ import org.junit.jupiter.api.Test;
  * exactly once, no partition is ever owned by two members (the clients'
  * own rebalance callbacks say so), and the Admin client describes the group
  * as a consumer group.
+ *
+ * <p>Run against gateways sharing a state store (-Dlakegw.cluster=the three
+ * gateways' addresses, e2e/cluster_test.go), the same scenario runs with
+ * each member bootstrapped at another gateway, with the classic protocol
+ * and with KIP-848: the members find the group's coordinator and the
+ * partitions' leaders among the gateways.
  */
 class JavaConsumerProtocolTest {
-  static final String TOPIC = "java_kip848";
-  static final String GROUP = "java-kip848";
+  static String TOPIC = "java_kip848";
+  static String GROUP = "java-kip848";
   static final int PARTITIONS = 6;
 
   /** Which member owns each partition, from the rebalance callbacks. */
@@ -51,19 +59,28 @@ class JavaConsumerProtocolTest {
   /** A consumer polling on its own thread until closed. */
   static final class Member implements ConsumerRebalanceListener {
     final String name;
+    final String bootstrap;
+    final String protocol;
     final Thread thread;
     volatile boolean stop;
     volatile Throwable failure;
 
     Member(String name) {
+      this(name, Lakegw.bootstrap(), "consumer");
+    }
+
+    Member(String name, String bootstrap, String protocol) {
       this.name = name;
+      this.bootstrap = bootstrap;
+      this.protocol = protocol;
       this.thread = new Thread(this::run, "member-" + name);
       this.thread.start();
     }
 
     void run() {
       Properties p = Lakegw.consumerProps(GROUP);
-      p.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "consumer");
+      p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+      p.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, protocol);
       p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
       p.put(ConsumerConfig.CLIENT_ID_CONFIG, "kip848-" + name);
       try (KafkaConsumer<String, String> c = new KafkaConsumer<>(p)) {
@@ -128,6 +145,7 @@ class JavaConsumerProtocolTest {
   }
 
   @Test
+  @DisabledIfSystemProperty(named = "lakegw.cluster", matches = ".+")
   void consumerProtocolGroup() throws Exception {
     Properties ap = new Properties();
     ap.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, Lakegw.bootstrap());
@@ -180,5 +198,64 @@ class JavaConsumerProtocolTest {
       }
     }
     assertEquals(List.of(), twice, "records not consumed exactly once");
+  }
+
+  /**
+   * Members on three gateways sharing a state store: the classic protocol,
+   * then KIP-848, each with its own topic and group.
+   */
+  @Test
+  @EnabledIfSystemProperty(named = "lakegw.cluster", matches = ".+")
+  void groupAcrossGateways() throws Exception {
+    String[] gateways = System.getProperty("lakegw.cluster").split(",");
+    assertEquals(3, gateways.length, "-Dlakegw.cluster names three gateways");
+    for (String protocol : List.of("classic", "consumer")) {
+      TOPIC = "java_cluster_" + protocol;
+      GROUP = "java-cluster-" + protocol;
+      owner.clear();
+      violations.clear();
+      consumed.clear();
+      next = 0;
+      Properties ap = new Properties();
+      ap.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, gateways[2]);
+      Properties pp = new Properties();
+      pp.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, gateways[0]);
+      pp.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
+      pp.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
+      try (Admin admin = Admin.create(ap); KafkaProducer<String, String> producer = new KafkaProducer<>(pp)) {
+        admin.createTopics(List.of(new NewTopic(TOPIC, PARTITIONS, (short) 1))).all().get();
+        produce(producer, 300);
+        Member a = new Member("a", gateways[0], protocol);
+        Member b = new Member("b", gateways[1], protocol);
+        Member c = new Member("c", gateways[2], protocol);
+        Lakegw.await(protocol + ": three members with two partitions each", Duration.ofSeconds(90), () -> balanced(3, 2), owner::toString);
+        Lakegw.await(protocol + ": 300 records consumed", Duration.ofSeconds(60), () -> consumed.size() == 300, () -> consumed.size() + " consumed");
+        if (protocol.equals("consumer")) {
+          ConsumerGroupDescription d = admin.describeConsumerGroups(List.of(GROUP)).all().get().get(GROUP);
+          assertEquals(3, d.members().size(), "members");
+        }
+        c.close();
+        Lakegw.await(protocol + ": two members with three partitions each", Duration.ofSeconds(90), () -> balanced(2, 3), owner::toString);
+        produce(producer, 300);
+        Lakegw.await(protocol + ": 600 records consumed", Duration.ofSeconds(60), () -> consumed.size() == 600, () -> consumed.size() + " consumed");
+        a.close();
+        b.close();
+        Map<TopicPartition, OffsetAndMetadata> committed =
+            admin.listConsumerGroupOffsets(GROUP).partitionsToOffsetAndMetadata().get();
+        for (int p = 0; p < PARTITIONS; p++) {
+          assertEquals(100, committed.get(new TopicPartition(TOPIC, p)).offset(), protocol + ": committed offset of partition " + p);
+        }
+      }
+      assertEquals(List.of(), violations, protocol + ": double ownership");
+      List<String> twice = new ArrayList<>();
+      for (int i = 0; i < next; i++) {
+        String v = String.format("v%05d", i);
+        List<String> by = consumed.get(v);
+        if (by == null || by.size() != 1) {
+          twice.add(v + " by " + by);
+        }
+      }
+      assertEquals(List.of(), twice, protocol + ": records not consumed exactly once");
+    }
   }
 }
