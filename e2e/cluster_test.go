@@ -45,6 +45,28 @@ func startClusterGateway(t *testing.T, id int, url string, catalogArgs []string,
 	return startGateway(t, t.TempDir(), addr, args...)
 }
 
+// startCluster starts three gateways sharing the state store url.
+func startCluster(t *testing.T, url string, catalogArgs []string) ([]*gateway, []string) {
+	t.Helper()
+	gws := make([]*gateway, 3)
+	addrs := make([]string, 3)
+	for i := range gws {
+		gws[i] = startClusterGateway(t, i, url, catalogArgs, "")
+		addrs[i] = gws[i].addr
+	}
+	return gws, addrs
+}
+
+// startWritableCluster starts three gateways on a fresh PostgreSQL and
+// shared catalog, committing produced records every 20ms.
+func startWritableCluster(t *testing.T) ([]*gateway, []string) {
+	t.Helper()
+	url := pgtest.Start(t).NewDatabase(t)
+	shared := t.TempDir()
+	setupTable(t, shared) // creates the catalog
+	return startCluster(t, url, append(sharedCatalogArgs(t, shared), "--commit-interval", "20ms"))
+}
+
 // metadataOf asks one gateway (not the cluster) for the topic's metadata.
 func metadataOf(ctx context.Context, t *testing.T, addr string) *kmsg.MetadataResponse {
 	t.Helper()
@@ -124,12 +146,7 @@ func TestGatewaysShareTheWork(t *testing.T) {
 	w := setupTable(t, shared)
 	catArgs := sharedCatalogArgs(t, shared)
 
-	gws := make([]*gateway, 3)
-	addrs := make([]string, 3)
-	for i := range gws {
-		gws[i] = startClusterGateway(t, i, url, catArgs, "")
-		addrs[i] = gws[i].addr
-	}
+	gws, addrs := startCluster(t, url, catArgs)
 	// Every gateway sees the three and agrees on the leaders.
 	var want map[int32]int32
 	deadline := time.Now().Add(10 * time.Second)
@@ -332,16 +349,7 @@ func grepLines(s, re string) string {
 func TestClusterProduceAcrossKill9(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	url := pgtest.Start(t).NewDatabase(t)
-	shared := t.TempDir()
-	setupTable(t, shared) // creates the catalog
-	catArgs := append(sharedCatalogArgs(t, shared), "--commit-interval", "20ms")
-	gws := make([]*gateway, 3)
-	addrs := make([]string, 3)
-	for i := range gws {
-		gws[i] = startClusterGateway(t, i, url, catArgs, "")
-		addrs[i] = gws[i].addr
-	}
+	gws, addrs := startWritableCluster(t)
 	const produced, n = "e2e.produced", 3000
 	adm := kadm.NewClient(mustClient(t, addrs[0]))
 	if resp, err := adm.CreateTopics(ctx, 3, 1, nil, produced); err != nil || resp[produced].Err != nil {
@@ -406,16 +414,7 @@ func TestClusterProduceAcrossKill9(t *testing.T) {
 // exactly once (e2e/flink's JavaConsumerProtocolTest.groupAcrossGateways).
 func TestJavaGroupAcrossGateways(t *testing.T) {
 	needJava(t)
-	url := pgtest.Start(t).NewDatabase(t)
-	shared := t.TempDir()
-	setupTable(t, shared) // creates the catalog
-	catArgs := append(sharedCatalogArgs(t, shared), "--commit-interval", "20ms")
-	gws := make([]*gateway, 3)
-	addrs := make([]string, 3)
-	for i := range gws {
-		gws[i] = startClusterGateway(t, i, url, catArgs, "")
-		addrs[i] = gws[i].addr
-	}
+	gws, addrs := startWritableCluster(t)
 	logs := func() string {
 		var b strings.Builder
 		for i, g := range gws {
