@@ -50,6 +50,9 @@ type Membership struct {
 	opts     Options
 
 	view atomic.Pointer[View]
+	// joinSent is when Join's heartbeat was sent: Run counts the fence
+	// from it, however long the gateway took to start heartbeating.
+	joinSent time.Time
 
 	mu       sync.Mutex
 	watchers []func(old, cur *View)
@@ -119,10 +122,12 @@ func (m *Membership) Join(ctx context.Context) error {
 	if m.reg == nil {
 		return nil
 	}
+	sent := time.Now()
 	nodes, err := m.reg.Heartbeat(ctx, m.self, m.instance, m.opts.Lease)
 	if err != nil {
 		return fmt.Errorf("cluster: join as %s: %w", m.self, err)
 	}
+	m.joinSent = sent
 	m.adopt(nodes)
 	m.opts.Log.Info().Int32("node_id", m.self.ID).Int("live", len(nodes)).Msg("joined the gateways")
 	return nil
@@ -144,11 +149,11 @@ func (m *Membership) Run(ctx context.Context) error {
 	}
 	t := time.NewTicker(m.opts.HeartbeatInterval)
 	defer t.Stop()
-	lastOK := time.Now() // when the last successful heartbeat was sent (Join's, about)
+	lastOK := m.joinSent // when the last successful heartbeat was sent
 	// The fence does not wait for a heartbeat to fail: one that hangs
 	// would hold it past the lease. It fires at lastOK + fenceAfter, and
 	// no heartbeat runs past that.
-	fence := time.NewTimer(m.fenceAfter())
+	fence := time.NewTimer(time.Until(lastOK.Add(m.fenceAfter())))
 	defer fence.Stop()
 	for {
 		select {
@@ -160,16 +165,18 @@ func (m *Membership) Run(ctx context.Context) error {
 			}
 			return nil
 		case <-fence.C:
-			if m.fence() {
-				m.opts.Log.Error().Dur("since_last_heartbeat", time.Since(lastOK)).
-					Msg("no heartbeat reached the state store for most of the lease: leading and coordinating nothing until one does")
-			}
+			m.fenceFor(lastOK)
 			continue
 		case <-t.C:
 		}
 		sent := time.Now()
 		timeout := m.opts.HeartbeatInterval
-		if left := time.Until(lastOK.Add(m.fenceAfter())); left > 0 && left < timeout {
+		switch left := lastOK.Add(m.fenceAfter()).Sub(sent); {
+		case left <= 0:
+			// The deadline passed while the tick won the race with the
+			// fence timer: fence before trying again.
+			m.fenceFor(lastOK)
+		case left < timeout:
 			timeout = left
 		}
 		hctx, cancel := context.WithTimeout(ctx, timeout)
@@ -181,6 +188,13 @@ func (m *Membership) Run(ctx context.Context) error {
 		case err != nil && ctx.Err() == nil:
 			m.opts.Log.Warn().Err(err).Dur("since_last_heartbeat", time.Since(lastOK)).Msg("heartbeat to the state store failed")
 		case err == nil:
+			if sent.Sub(lastOK) >= m.fenceAfter() {
+				// Past the fence deadline (a pause; a timer that lost
+				// the race): the others may have taken over. Fenced
+				// first, the watchers see this gateway gain everything
+				// it owns again, and take it over afresh.
+				m.fence()
+			}
 			lastOK = sent
 			if !fence.Stop() {
 				select { // drain a fire not yet received
@@ -199,6 +213,15 @@ func (m *Membership) Run(ctx context.Context) error {
 // leaving the rest for clocks that run at different rates and for the
 // heartbeat's own trip.
 func (m *Membership) fenceAfter() time.Duration { return m.opts.Lease * 3 / 4 }
+
+// fenceFor fences the gateway, whose last successful heartbeat was sent
+// at lastOK, and says so once.
+func (m *Membership) fenceFor(lastOK time.Time) {
+	if m.fence() {
+		m.opts.Log.Error().Dur("since_last_heartbeat", time.Since(lastOK)).
+			Msg("no heartbeat reached the state store for most of the lease: leading and coordinating nothing until one does")
+	}
+}
 
 // fence makes the view one in which this gateway owns nothing (the others
 // as last seen lead and coordinate); false if it was fenced already.

@@ -1,6 +1,8 @@
 package protocol
 
 import (
+	"time"
+
 	"github.com/lakegw/lakegw/cluster"
 	"github.com/lakegw/lakegw/produce"
 )
@@ -39,6 +41,36 @@ func (s *Server) leaderOf(view *cluster.View, topic string, partition int32) clu
 
 // Leads reports whether this gateway leads a topic partition now.
 func (s *Server) Leads(topic string, partition int32) bool { return s.leads(topic, partition) }
+
+// LeadsIn reports whether this gateway leads a topic partition in view.
+func (s *Server) LeadsIn(view *cluster.View, topic string, partition int32) bool {
+	return s.leaderOf(view, topic, partition).ID == s.cfg.NodeID
+}
+
+// WritesFrom holds back the Produce requests of the tables this gateway
+// gained in the newest view until t: the gateway that led them may still
+// be writing until it learns of the change, and a table has one writer at
+// a time. Until t they answer NOT_LEADER_OR_FOLLOWER, which producers
+// retry. Tables it led before are not held.
+func (s *Server) WritesFrom(t time.Time) {
+	s.writesMu.Lock()
+	defer s.writesMu.Unlock()
+	s.prevView, s.writesFrom = s.curView, t
+	s.curView = s.view()
+}
+
+// writeLeads reports whether Produce of a topic partition may be written
+// here now: this gateway leads it, and led it before the last change or
+// has waited out the handover since.
+func (s *Server) writeLeads(topic string, partition int32) bool {
+	if !s.leads(topic, partition) {
+		return false
+	}
+	s.writesMu.Lock()
+	prev, from := s.prevView, s.writesFrom
+	s.writesMu.Unlock()
+	return prev == nil || time.Now().After(from) || s.LeadsIn(prev, topic, partition)
+}
 
 // inCluster reports whether other gateways may share the work, so that
 // what only one gateway can do yet (transactions) is refused.

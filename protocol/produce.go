@@ -92,7 +92,7 @@ func handleProduce(ctx context.Context, c *conn, req *kmsg.ProduceRequest) (kmsg
 			switch {
 			case topicErr != nil:
 				w.errs[pi] = topicErr
-			case !c.s.leads(t.Topic, p.Partition):
+			case !c.s.writeLeads(t.Topic, p.Partition):
 				// One writer per partition: its leader's. The client
 				// finds it in Metadata and sends the batch there.
 				w.errs[pi] = refuse(kerr.NotLeaderForPartition, "node %d leads %s/%d", c.s.leaderOf(c.s.view(), t.Topic, p.Partition).ID, t.Topic, p.Partition)

@@ -98,7 +98,12 @@ type Server struct {
 	ln         net.Listener
 	advertHost string
 	members    *cluster.Membership // set by Listen (a cluster of one) or UseMembership
-	advertPort int32
+
+	// writesMu guards the handover of written tables (WritesFrom).
+	writesMu          sync.Mutex
+	prevView, curView *cluster.View
+	writesFrom        time.Time
+	advertPort        int32
 
 	mu    sync.Mutex
 	conns map[*conn]struct{}

@@ -76,27 +76,35 @@ func (c *clusterFlags) join(ctx context.Context, srv *protocol.Server, store *st
 	}
 	srv.UseMembership(m)
 	m.Watch(func(old, cur *cluster.View) {
-		coord.SetOwnership(cur.ShardsOf(self.ID), handoverGrace(m, old, cur, self.ID))
-		writes.ReleaseUnless(func(topic string) bool { return srv.Leads(topic, 0) })
+		grace := handoverGrace(m, old, cur, self.ID)
+		coord.SetOwnership(cur.ShardsOf(self.ID), grace)
+		srv.WritesFrom(time.Now().Add(grace))
+		// A writer is kept only across views that both gave this gateway
+		// its table: one created by a produce racing a change is dropped
+		// at the next, and a table led again starts a fresh writer.
+		writes.ReleaseUnless(func(topic string) bool {
+			return old != nil && srv.LeadsIn(old, topic, 0) && srv.LeadsIn(cur, topic, 0)
+		})
 	})
-	return &task{name: "cluster membership", run: m.Run}, nil
+	return &task{name: "cluster membership", run: m.Run, early: true}, nil
 }
 
 // handoverGrace is how long the group shards self gains from old to cur
 // wait before it serves them: none when their coordinators in old are all
 // dead in cur (they fenced themselves before the others counted them
 // dead), else long enough for a live one to learn it lost them. The first
-// view (old nil) takes over from whoever ran before.
+// view (old nil), and the first after a fence (whose view of the others
+// is stale), take over from whoever may run them now.
 func handoverGrace(m *cluster.Membership, old, cur *cluster.View, self int32) time.Duration {
+	if old == nil || old.Fenced {
+		if len(cur.Nodes) > 1 {
+			return m.HandoverGrace()
+		}
+		return 0
+	}
 	mine := cur.ShardsOf(self)
 	for s := range mine {
 		if !mine[s] {
-			continue
-		}
-		if old == nil {
-			if len(cur.Nodes) > 1 {
-				return m.HandoverGrace()
-			}
 			continue
 		}
 		prev := old.ShardCoordinator(int32(s)).ID

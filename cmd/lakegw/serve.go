@@ -276,19 +276,19 @@ func cmdServe(ctx context.Context, args []string, demo bool) (err error) {
 		tasks = append(tasks, *heartbeats)
 	}
 	if *compactEvery > 0 {
-		tasks = append(tasks, task{"compactor", func(ctx context.Context) error {
+		tasks = append(tasks, task{name: "compactor", run: func(ctx context.Context) error {
 			return runCompactor(ctx, cat, reg, *compactEvery, mine(srv), log.With().Str("component", "compactor").Logger())
 		}})
 	}
 	if *maintainEvery > 0 {
 		// Committed group offsets hold the snapshots they still need.
 		pins := maintain.PinFunc(consumerPins(reg, committed))
-		tasks = append(tasks, task{"maintainer", func(ctx context.Context) error {
+		tasks = append(tasks, task{name: "maintainer", run: func(ctx context.Context) error {
 			return runMaintainer(ctx, cat, reg, writes, *maintainEvery, pins, mine(srv), log.With().Str("component", "maintain").Logger())
 		}})
 	}
 	if *debugListen != "" {
-		tasks = append(tasks, task{"debug listener", func(ctx context.Context) error {
+		tasks = append(tasks, task{name: "debug listener", run: func(ctx context.Context) error {
 			return runDebugListener(ctx, *debugListen, redactCmdline(os.Args, secrets), log.With().Str("component", "debug").Logger())
 		}})
 	}
@@ -300,6 +300,10 @@ func cmdServe(ctx context.Context, args []string, demo bool) (err error) {
 type task struct {
 	name string
 	run  func(context.Context) error
+	// early: started with the registry, not once it is ready (the
+	// membership heartbeats: a first indexing longer than the lease must
+	// not make the others count this gateway dead).
+	early bool
 }
 
 // runAll runs the registry, the server, the demo writer and the tasks
@@ -322,6 +326,11 @@ func runAll(parent context.Context, log zerolog.Logger, reg *topics.Registry, sr
 		}()
 	}
 	goRun("topics", reg.Run)
+	for _, t := range tasks {
+		if t.early {
+			goRun(t.name, t.run)
+		}
+	}
 	// Serve once the first listing is indexed: a client's first Metadata
 	// then sees every table.
 	select {
@@ -334,7 +343,9 @@ func runAll(parent context.Context, log zerolog.Logger, reg *topics.Registry, sr
 		goRun("demo writer", func(ctx context.Context) error { return demo.Run(ctx, demoEvery) })
 	}
 	for _, t := range tasks {
-		goRun(t.name, t.run)
+		if !t.early {
+			goRun(t.name, t.run)
+		}
 	}
 	<-ctx.Done()
 	wg.Wait()

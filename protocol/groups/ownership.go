@@ -46,9 +46,11 @@ func storeFailureCode(err error) int16 {
 }
 
 // ownership is which shards this coordinator answers for, and which of
-// those it is still taking over.
+// those it is still taking over, each not before its notBefore (the
+// grace it was gained with, kept across newer ownerships until taken).
 type ownership struct {
 	owned, loading Shards
+	notBefore      [cluster.GroupShards]time.Time
 }
 
 // ownershipState is the coordinator's current ownership (nil: every
@@ -60,8 +62,7 @@ type ownershipState struct {
 }
 
 type takeover struct {
-	own   *ownership
-	grace time.Duration
+	own *ownership
 }
 
 // SetOwnership makes the coordinator answer only for the groups of owned,
@@ -76,15 +77,23 @@ func (c *Coordinator) SetOwnership(owned Shards, grace time.Duration) {
 	c.own.mu.Lock()
 	prev := c.own.cur.Load()
 	o := &ownership{owned: owned}
+	notBefore := time.Now().Add(grace)
 	for s := range owned {
-		// A shard still loading was never served: it is gained again.
+		// A shard still loading was never served: it is gained again,
+		// and keeps the grace it was first gained with.
 		held := prev != nil && prev.owned[s] && !prev.loading[s]
 		o.loading[s] = owned[s] && !held
+		if o.loading[s] {
+			o.notBefore[s] = notBefore
+			if prev != nil && prev.loading[s] && prev.notBefore[s].After(notBefore) {
+				o.notBefore[s] = prev.notBefore[s]
+			}
+		}
 	}
 	c.own.cur.Store(o)
 	c.dropLost(owned)
 	c.own.mu.Unlock()
-	t := takeover{own: o, grace: grace}
+	t := takeover{own: o}
 	for {
 		select {
 		case c.own.next <- t:
@@ -151,7 +160,7 @@ func (c *Coordinator) runOwnership() {
 			return
 		case t = <-c.own.next:
 		}
-		if !c.sleep(t.grace) {
+		if !c.sleep(time.Until(t.own.waitUntil())) {
 			return
 		}
 		for backoff := 100 * time.Millisecond; ; backoff = min(2*backoff, 5*time.Second) {
@@ -167,8 +176,20 @@ func (c *Coordinator) runOwnership() {
 	}
 }
 
-// sleep waits d unless the coordinator closes (false) or a newer ownership
-// arrives (true at once: that one is taken over instead, or as well).
+// waitUntil is when every shard o gains may be taken over.
+func (o *ownership) waitUntil() time.Time {
+	var t time.Time
+	for s, l := range o.loading {
+		if l && o.notBefore[s].After(t) {
+			t = o.notBefore[s]
+		}
+	}
+	return t
+}
+
+// sleep waits d, or until the coordinator closes (false). A newer ownership
+// arriving meanwhile does not cut it short: the grace must pass whatever
+// follows (the newer one keeps the shards' notBefore anyway).
 func (c *Coordinator) sleep(d time.Duration) bool {
 	if d <= 0 {
 		return true
@@ -220,7 +241,7 @@ func (c *Coordinator) takeOver(o *ownership) error {
 		return nil // superseded meanwhile: what was loaded may be lost already
 	}
 	c.offsets.replaceGroups(func(group string) bool { return o.loading[cluster.Shard(group)] }, offs)
-	c.own.cur.Store(&ownership{owned: o.owned})
+	c.own.cur.Store(&ownership{owned: o.owned}) // notBefore: nothing is loading
 	c.log.Info().Int("shards", len(gained)).Int("offsets", len(offs)).Msg("took over groups")
 	return nil
 }

@@ -137,3 +137,17 @@ func waitServed(t *testing.T, c *Coordinator, group string) {
 	}
 	wantCode(t, "group "+group, c.groupCode(group), 0)
 }
+
+// A newer ownership arriving while shards wait out their grace does not
+// cut it short: the shards keep the grace they were gained with.
+func TestGraceSurvivesANewerOwnership(t *testing.T) {
+	c := newOpened(t, newMemStore(), testOpts())
+	c.SetOwnership(Shards{}, 0)
+	start := time.Now()
+	c.SetOwnership(allShards(), 200*time.Millisecond)
+	c.SetOwnership(allShards(), 0) // a peer's death, say: no grace of its own
+	waitServed(t, c, "g")
+	if waited := time.Since(start); waited < 200*time.Millisecond {
+		t.Fatalf("served after %s, before the first ownership's 200ms grace", waited)
+	}
+}
