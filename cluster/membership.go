@@ -133,8 +133,8 @@ func (m *Membership) Join(ctx context.Context) error {
 	return nil
 }
 
-// Run heartbeats until ctx ends, then leaves, so that the others take
-// over at once instead of after the lease.
+// Run heartbeats until ctx ends, then fences itself and leaves, so that
+// the others take over at once instead of after the lease.
 //
 // A gateway whose heartbeats fail fences itself before the others can
 // count it dead: from fenceAfter past the sending of its last successful
@@ -158,6 +158,9 @@ func (m *Membership) Run(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
+			// Stop answering for anything before the others take over:
+			// the server may still be draining requests.
+			m.fence()
 			lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.opts.HeartbeatInterval)
 			defer cancel()
 			if err := m.reg.Leave(lctx, m.self.ID, m.instance); err != nil {

@@ -3,6 +3,7 @@ package state
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"reflect"
 	"sort"
@@ -417,5 +418,62 @@ func TestShardClaimsFenceOffsetWrites(t *testing.T) {
 	}
 	if err := openTestStore(t).FenceGroupWrites(time.Second); !errors.Is(err, ErrNotShared) {
 		t.Fatalf("fencing a SQLite store: %v", err)
+	}
+}
+
+// Saves batched in one transaction where one group's shard moved: that
+// save fails with ErrShardNotOwned, the others land.
+func TestAMovedShardFailsOnlyItsOwnSaves(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.Start(t).NewDatabase(t)
+	s, err := OpenPostgres(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.FenceGroupWrites(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	mine, moved := "g-mine", "g-moved"
+	for i := 0; cluster.Shard(mine) == cluster.Shard(moved); i++ {
+		moved = fmt.Sprintf("g-moved-%d", i)
+	}
+	if err := s.ClaimShards(ctx, []int32{cluster.Shard(mine)}); err != nil {
+		t.Fatal(err)
+	}
+	// Hold the writer's slot so that both saves queue into one batch.
+	s.saves.writing <- struct{}{}
+	errs := make(chan error, 2)
+	for _, g := range []string{mine, moved} {
+		go func() {
+			errs <- s.SaveOffsets(ctx, []groups.CommittedOffset{{Group: g, Topic: "t", Offset: 1, LeaderEpoch: -1}})
+		}()
+	}
+	for {
+		s.saves.mu.Lock()
+		n := len(s.saves.queued)
+		s.saves.mu.Unlock()
+		if n == 2 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	<-s.saves.writing
+	var notOwned, ok int
+	for range 2 {
+		switch err := <-errs; {
+		case err == nil:
+			ok++
+		case errors.Is(err, groups.ErrShardNotOwned):
+			notOwned++
+		default:
+			t.Fatal(err)
+		}
+	}
+	if ok != 1 || notOwned != 1 {
+		t.Fatalf("%d saves landed and %d were refused, want 1 and 1", ok, notOwned)
+	}
+	if got := loadOffsets(ctx, t, s); len(got) != 1 || got[0].Group != mine {
+		t.Fatalf("stored %+v, want only %s's", got, mine)
 	}
 }

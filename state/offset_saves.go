@@ -2,6 +2,7 @@ package state
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"github.com/lakegw/lakegw/protocol/groups"
@@ -64,9 +65,20 @@ func (q *offsetSaves) save(ctx context.Context, offs []groups.CommittedOffset, w
 	for _, s := range batch {
 		all = append(all, s.offs...)
 	}
-	err := write(context.WithoutCancel(ctx), all)
+	wctx := context.WithoutCancel(ctx)
+	err := write(wctx, all)
 	for _, s := range batch {
 		s.err = err
+	}
+	if errors.Is(err, groups.ErrShardNotOwned) && len(batch) > 1 {
+		// One group's shard moved to another gateway; the others' did
+		// not, and must not be told NOT_COORDINATOR for it: each save
+		// is written on its own.
+		for _, s := range batch {
+			s.err = write(wctx, s.offs)
+		}
+	}
+	for _, s := range batch {
 		close(s.done)
 	}
 	return me.err
