@@ -65,7 +65,7 @@ bench:
 # records; rss_cold_peak_mib is the gateway's peak through the cold pass.
 BOOTSTRAP_REPS ?= 1
 bench-bootstrap:
-	$(GO) run ./e2e/bench -records 10000000 -snapshot-records 10000000 -reps $(BOOTSTRAP_REPS) -java=false -lsm=false -fanout 1 -fresh-samples 5 -out bench-results/bootstrap
+	$(GO) run ./e2e/bench -records 10000000 -snapshot-records 10000000 -reps $(BOOTSTRAP_REPS) -java=false -lsm=false -cluster=false -fanout 1 -fresh-samples 5 -out bench-results/bootstrap
 
 # A simulated long life at full speed (issue 11): three tables committing
 # as fast as they can, two consumer groups, three restarts each followed by a cold replay;

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -13,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -487,7 +489,43 @@ func (c *flinkControl) serve() string {
 		return map[string]any{"snapshot": toCtlSnapshot(tbl.CurrentSnapshot()), "rows": rows}, nil
 	})
 	handle("/scan", func(ctx context.Context, _ *flinkTable, q map[string]string) (any, error) {
-		return scanCurrentSchema(ctx, c.cat, q["table"])
+		// An iceberg-go scan of this 20-row table once hung for the whole
+		// of the Java client's two minutes (CI, with Flink and the
+		// gateway busy on both cores): bounded attempts, and the
+		// goroutines of a stuck one in the log, so that a next hang says
+		// where.
+		type scanned struct {
+			rows []map[string]any
+			err  error
+		}
+		var err error
+		for attempt := 1; attempt <= 3; attempt++ {
+			actx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			done := make(chan scanned, 1)
+			// Its own goroutine, so that a scan deaf to its context is
+			// still reported; it ends with the scan (or the test).
+			go func() {
+				rows, err := scanCurrentSchema(actx, c.cat, q["table"])
+				done <- scanned{rows, err}
+			}()
+			var r scanned
+			select {
+			case r = <-done:
+			case <-actx.Done():
+				r.err = fmt.Errorf("scan of %s: %w", q["table"], actx.Err())
+			}
+			cancel()
+			if err = r.err; err == nil {
+				return r.rows, nil
+			}
+			if ctx.Err() != nil {
+				break
+			}
+			var stacks bytes.Buffer
+			_ = pprof.Lookup("goroutine").WriteTo(&stacks, 1)
+			c.t.Logf("control /scan of %s, attempt %d: %v; goroutines:\n%s", q["table"], attempt, err, stacks.String())
+		}
+		return nil, err
 	})
 	handle("/snapshots", func(ctx context.Context, ft *flinkTable, _ map[string]string) (any, error) {
 		tbl, err := c.cat.LoadTable(ctx, identOf(ft.name))

@@ -70,6 +70,7 @@ type config struct {
 	profile        string
 	java           bool
 	lsm            bool
+	cluster        bool
 }
 
 func main() {
@@ -91,6 +92,7 @@ func main() {
 	flag.StringVar(&c.kafkaScript, "kafka-script", "", "kafka.sh (default: e2e/bench/kafka/kafka.sh of this module)")
 	flag.BoolVar(&c.verbose, "v", false, "echo the Kafka broker's log")
 	flag.BoolVar(&c.java, "java", true, "also consume with Apache Kafka's Java consumer (KafkaConsumer)")
+	flag.BoolVar(&c.cluster, "cluster", true, "also read the table over three partitions through one gateway and through three sharing a PostgreSQL state store (--cluster)")
 	flag.BoolVar(&c.lsm, "lsm", true, "also write the LSM primary-key table bench.orders_lsm with the same changes and measure it against Kafka (franz-go, cold and warm)")
 	flag.StringVar(&c.profile, "profile", "", "directory for CPU profiles of lakegw during extra, unmeasured cold and warm passes (default: none)")
 	flag.Func("gateway-env", "extra environment variable KEY=VALUE of the lakegw processes (repeatable), e.g. GOMEMLIMIT=400MiB", func(s string) error {
@@ -430,6 +432,18 @@ func run(ctx context.Context, c config) (err error) {
 		return fmt.Errorf("kafka freshness: %w", err)
 	}
 	logf("freshness p99: lakegw %.0f ms, kafka %.1f ms", ms(percentile(r.freshGW.EndToEnd, .99)), ms(percentile(r.freshKafka.EndToEnd, .99)))
+
+	// 6. Three gateways sharing the work against one (issue 21).
+	if c.cluster {
+		one, three, err := clusterPass(ctx, c, gw, total)
+		if err != nil {
+			return fmt.Errorf("cluster pass: %w", err)
+		}
+		r.add(one)
+		r.add(three)
+		r.clusterRatio = three.res.recsPerSec() / one.res.recsPerSec()
+		logf("cluster: one gateway %.0f rec/s, three %.0f rec/s (%.2fx)", one.res.recsPerSec(), three.res.recsPerSec(), r.clusterRatio)
+	}
 
 	r.elapsed = time.Since(began)
 	return r.write(os.Stdout)

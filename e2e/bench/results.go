@@ -46,6 +46,9 @@ type results struct {
 	kafkaRSS     int64
 	elapsed      time.Duration
 	checkErrs    []string
+	// clusterRatio is three gateways' cold throughput over one's, over
+	// the same three partitions (0: not measured).
+	clusterRatio float64
 
 	// bench.orders_lsm (-lsm): lsmErr says why it was not measured;
 	// lsmRefSum is the CRC of its first read, which every measured pass
@@ -313,6 +316,9 @@ func (r *results) write(stdout io.Writer) error {
 	if lsmMeasured {
 		add("lsm_warm_vs_kafka", lsmWarm.res.recsPerSec()/k.res.recsPerSec())
 		add("lsm_cold_vs_kafka", lsmCold.res.recsPerSec()/k.res.recsPerSec())
+	}
+	if r.clusterRatio > 0 {
+		add("cluster3_vs_one_gateway", r.clusterRatio)
 	}
 	add("floor_vs_kafka", floor.res.recsPerSec()/k.res.recsPerSec())
 	add("cold_vs_floor", cold.res.recsPerSec()/floor.res.recsPerSec())

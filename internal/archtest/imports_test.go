@@ -133,7 +133,8 @@ var rules = map[string]rule{
 	"internal/limitedlog": {may: none},
 	// "It imports nothing of lakegw's."
 	"internal/kafkaseq": {may: none},
-	// "It imports nothing of lakegw's; only tests import it."
+	// "It imports nothing of lakegw's; only tests and the benchmark ...
+	// import it."
 	"internal/pgtest": {may: none},
 	// "It imports nothing of lakegw's; only tests import it."
 	"internal/s3test": {may: none},

@@ -8,5 +8,6 @@
 // packages .ci/run installs) or in $LAKEGW_PG_BIN. Run as root, it starts
 // the server as the postgres user, which initdb and postgres require.
 //
-// It imports nothing of lakegw's; only tests import it.
+// It imports nothing of lakegw's; only tests and the benchmark (its
+// cluster pass, StartServer) import it.
 package pgtest

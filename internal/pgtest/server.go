@@ -32,58 +32,72 @@ type Server struct {
 // must not pass without it.
 func Start(tb testing.TB) *Server {
 	tb.Helper()
+	s, stop, err := StartServer()
+	if err != nil {
+		tb.Fatalf("pgtest: %v", err)
+	}
+	tb.Cleanup(stop)
+	return s
+}
+
+// StartServer starts a PostgreSQL server outside a test (the benchmark's
+// cluster pass); stop stops it and removes its files.
+func StartServer() (s *Server, stop func(), err error) {
 	bin, err := binDir()
 	if err != nil {
-		tb.Fatalf("pgtest: %v (install the postgresql package, or set LAKEGW_PG_BIN)", err)
+		return nil, nil, fmt.Errorf("%w (install the postgresql package, or set LAKEGW_PG_BIN)", err)
 	}
 	cred, err := serverCredential()
 	if err != nil {
-		tb.Fatalf("pgtest: %v", err)
+		return nil, nil, err
 	}
-	// Not tb.TempDir(): its parents are the test's alone (0700), and the
-	// server may run as another user.
+	// Not a test's TempDir: its parents are the test's alone (0700), and
+	// the server may run as another user.
 	dir, err := os.MkdirTemp("", "lakegw-pg-")
 	if err != nil {
-		tb.Fatalf("pgtest: %v", err)
+		return nil, nil, err
 	}
-	tb.Cleanup(func() { os.RemoveAll(dir) })
+	removeDir := func() { os.RemoveAll(dir) }
 	if cred != nil {
 		if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
-			tb.Fatalf("pgtest: %v", err)
+			removeDir()
+			return nil, nil, err
 		}
 	}
 	data := filepath.Join(dir, "data")
 	initdb := exec.Command(filepath.Join(bin, "initdb"), "-D", data, "-U", "postgres", "--auth=trust", "--no-sync", "-E", "UTF8", "--locale=C")
 	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	if out, err := initdb.CombinedOutput(); err != nil {
-		tb.Fatalf("pgtest: initdb: %v\n%s", err, out)
+		removeDir()
+		return nil, nil, fmt.Errorf("initdb: %w\n%s", err, out)
 	}
 	var lastErr error
 	for attempt := 0; attempt < 5; attempt++ {
 		port, err := freePort()
 		if err != nil {
-			tb.Fatalf("pgtest: %v", err)
+			removeDir()
+			return nil, nil, err
 		}
-		s, err := start(tb, bin, dir, data, port, cred)
+		s, stopServer, err := start(bin, dir, data, port, cred)
 		if err == nil {
-			return s
+			return s, func() { stopServer(); removeDir() }, nil
 		}
 		lastErr = err // most likely the port was taken meanwhile
 	}
-	tb.Fatalf("pgtest: %v", lastErr)
-	return nil
+	removeDir()
+	return nil, nil, lastErr
 }
 
-func start(tb testing.TB, bin, dir, data string, port int, cred *syscall.Credential) (*Server, error) {
+func start(bin, dir, data string, port int, cred *syscall.Credential) (*Server, func(), error) {
 	logPath := filepath.Join(dir, fmt.Sprintf("server-%d.log", port))
 	logFile, err := os.Create(logPath)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if cred != nil {
 		if err := logFile.Chown(int(cred.Uid), int(cred.Gid)); err != nil {
 			logFile.Close()
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	cmd := exec.Command(filepath.Join(bin, "postgres"), "-D", data, "-p", strconv.Itoa(port), "-h", "127.0.0.1",
@@ -93,7 +107,7 @@ func start(tb testing.TB, bin, dir, data string, port int, cred *syscall.Credent
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
-		return nil, fmt.Errorf("start postgres: %w", err)
+		return nil, nil, fmt.Errorf("start postgres: %w", err)
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait(); logFile.Close() }()
@@ -111,19 +125,18 @@ func start(tb testing.TB, bin, dir, data string, port int, cred *syscall.Credent
 	for {
 		err := s.ping()
 		if err == nil {
-			tb.Cleanup(stop)
-			return s, nil
+			return s, stop, nil
 		}
 		select {
 		case werr := <-exited:
 			log, _ := os.ReadFile(logPath)
-			return nil, fmt.Errorf("postgres exited (%v): %s", werr, log)
+			return nil, nil, fmt.Errorf("postgres exited (%v): %s", werr, log)
 		default:
 		}
 		if time.Now().After(deadline) {
 			stop()
 			log, _ := os.ReadFile(logPath)
-			return nil, fmt.Errorf("postgres not ready after 30 s: %v\n%s", err, log)
+			return nil, nil, fmt.Errorf("postgres not ready after 30 s: %v\n%s", err, log)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -152,16 +165,25 @@ func (s *Server) Port() int { return s.port }
 // one server do not see each other's tables.
 func (s *Server) NewDatabase(tb testing.TB) string {
 	tb.Helper()
-	name := fmt.Sprintf("t%d", s.dbs.Add(1))
-	db, err := sql.Open("pgx", s.URL("postgres"))
+	url, err := s.CreateDatabase(context.Background())
 	if err != nil {
 		tb.Fatalf("pgtest: %v", err)
 	}
-	defer db.Close()
-	if _, err := db.ExecContext(context.Background(), "CREATE DATABASE "+name); err != nil {
-		tb.Fatalf("pgtest: create database %s: %v", name, err)
+	return url
+}
+
+// CreateDatabase creates an empty database and returns its URL.
+func (s *Server) CreateDatabase(ctx context.Context) (string, error) {
+	name := fmt.Sprintf("t%d", s.dbs.Add(1))
+	db, err := sql.Open("pgx", s.URL("postgres"))
+	if err != nil {
+		return "", err
 	}
-	return s.URL(name)
+	defer db.Close()
+	if _, err := db.ExecContext(ctx, "CREATE DATABASE "+name); err != nil {
+		return "", fmt.Errorf("create database %s: %w", name, err)
+	}
+	return s.URL(name), nil
 }
 
 // binDir is the directory of initdb and postgres: $LAKEGW_PG_BIN, or the
