@@ -28,6 +28,10 @@ type Registry interface {
 // ErrNodeIDTaken: another live gateway runs with the same node id.
 var ErrNodeIDTaken = errors.New("another live gateway has this node id")
 
+// ErrDefaultsDiffer: another live gateway serves tables with other topic
+// defaults; their offsets and batches would differ.
+var ErrDefaultsDiffer = errors.New("another live gateway runs with other topic defaults")
+
 // Defaults of the membership's timing: a gateway that stops heartbeating
 // is dead after DefaultLease, and its partitions and groups move then.
 const (
@@ -126,6 +130,14 @@ func (m *Membership) Join(ctx context.Context) error {
 	nodes, err := m.reg.Heartbeat(ctx, m.self, m.instance, m.opts.Lease)
 	if err != nil {
 		return fmt.Errorf("cluster: join as %s: %w", m.self, err)
+	}
+	for _, n := range nodes {
+		if n.ID != m.self.ID && n.Defaults != m.self.Defaults {
+			// Leave at once: the others must not wait a lease for it.
+			lerr := m.reg.Leave(ctx, m.self.ID, m.instance)
+			return errors.Join(fmt.Errorf("cluster: join as %s: %w: node %d runs with %q, this one with %q (set the same flags, or the tables' lakegw.* properties)",
+				m.self, ErrDefaultsDiffer, n.ID, n.Defaults, m.self.Defaults), lerr)
+		}
 	}
 	m.joinSent = sent
 	m.adopt(nodes)

@@ -132,3 +132,21 @@ func TestMembershipFencesWhileHeartbeatsHang(t *testing.T) {
 		t.Fatalf("fenced %s after heartbeats started hanging: the others count it dead after the 400ms lease", since)
 	}
 }
+
+// A gateway whose topic defaults differ from a live one's is refused at
+// Join (and leaves at once): the two would serve one table differently.
+func TestJoinRefusesOtherTopicDefaults(t *testing.T) {
+	self := Node{ID: 0, Defaults: "partitions=3"}
+	reg := &flakyRegistry{live: []Node{self, {ID: 1, Defaults: "partitions=1"}}}
+	m, err := New(self, reg, Options{HeartbeatInterval: 20 * time.Millisecond, Lease: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Join(context.Background()); !errors.Is(err, ErrDefaultsDiffer) {
+		t.Fatalf("join beside other defaults: %v, want ErrDefaultsDiffer", err)
+	}
+	reg.live = []Node{self, {ID: 1, Defaults: "partitions=3"}}
+	if err := m.Join(context.Background()); err != nil {
+		t.Fatalf("join beside the same defaults: %v", err)
+	}
+}

@@ -8,6 +8,10 @@ type Node struct {
 	ID   int32
 	Host string
 	Port int32
+	// Defaults names the topic defaults the gateway serves tables with
+	// (partitions, format...): every gateway of a cluster must serve a
+	// table alike, so they must agree (Join refuses one that does not).
+	Defaults string
 }
 
 func (n Node) String() string { return fmt.Sprintf("node %d at %s:%d", n.ID, n.Host, n.Port) }

@@ -314,8 +314,9 @@ func TestGatewaysShareTheWork(t *testing.T) {
 	}
 }
 
-// Two gateways cannot share a node id: the second is refused at start.
-func TestClusterRefusesADuplicateNodeID(t *testing.T) {
+// Two gateways cannot share a node id, nor serve with other topic
+// defaults: the second is refused at start.
+func TestClusterRefusesADuplicateNodeIDOrOtherDefaults(t *testing.T) {
 	url := pgtest.Start(t).NewDatabase(t)
 	shared := t.TempDir()
 	setupTable(t, shared)
@@ -325,6 +326,12 @@ func TestClusterRefusesADuplicateNodeID(t *testing.T) {
 		"--cluster", "--node-id", "1", "--state", url}, catArgs...)...)
 	if err == nil || !strings.Contains(out, "another live gateway has this node id") {
 		t.Fatalf("a second node 1: %v\n%s", err, out)
+	}
+	// Nor other topic defaults: the gateways would serve other offsets.
+	out, err = runLakegw(t, 60*time.Second, append([]string{"serve", "--data-dir", t.TempDir(), "--listen", freeAddr(t),
+		"--cluster", "--node-id", "2", "--state", url, "--partitions", "2"}, catArgs...)...)
+	if err == nil || !strings.Contains(out, "another live gateway runs with other topic defaults") {
+		t.Fatalf("a node with --partitions 2 beside --partitions %s: %v\n%s", clusterPartitions, err, out)
 	}
 }
 

@@ -26,10 +26,11 @@ func (s *Store) Heartbeat(ctx context.Context, n cluster.Node, instance string, 
 	secs := lease.Seconds()
 	var id int32
 	err := s.db.QueryRowContext(ctx,
-		`INSERT INTO gateways(node_id, host, port, instance, beat_at) VALUES($1, $2, $3, $4, now())
-		 ON CONFLICT (node_id) DO UPDATE SET host = excluded.host, port = excluded.port, instance = excluded.instance, beat_at = now()
+		`INSERT INTO gateways(node_id, host, port, instance, beat_at, defaults) VALUES($1, $2, $3, $4, now(), $6)
+		 ON CONFLICT (node_id) DO UPDATE SET host = excluded.host, port = excluded.port, instance = excluded.instance, beat_at = now(),
+		   defaults = excluded.defaults
 		 WHERE gateways.instance = excluded.instance OR gateways.beat_at < now() - make_interval(secs => $5)
-		 RETURNING node_id`, n.ID, n.Host, n.Port, instance, secs).Scan(&id)
+		 RETURNING node_id`, n.ID, n.Host, n.Port, instance, secs, n.Defaults).Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, cluster.ErrNodeIDTaken
 	}
@@ -37,7 +38,7 @@ func (s *Store) Heartbeat(ctx context.Context, n cluster.Node, instance string, 
 		return nil, fmt.Errorf("heartbeat of node %d: %w", n.ID, err)
 	}
 	rows, err := s.db.QueryContext(ctx,
-		`SELECT node_id, host, port FROM gateways WHERE beat_at >= now() - make_interval(secs => $1) ORDER BY node_id`, secs)
+		`SELECT node_id, host, port, defaults FROM gateways WHERE beat_at >= now() - make_interval(secs => $1) ORDER BY node_id`, secs)
 	if err != nil {
 		return nil, fmt.Errorf("live gateways: %w", err)
 	}
@@ -45,7 +46,7 @@ func (s *Store) Heartbeat(ctx context.Context, n cluster.Node, instance string, 
 	var out []cluster.Node
 	for rows.Next() {
 		var g cluster.Node
-		if err := rows.Scan(&g.ID, &g.Host, &g.Port); err != nil {
+		if err := rows.Scan(&g.ID, &g.Host, &g.Port, &g.Defaults); err != nil {
 			return nil, fmt.Errorf("live gateways: %w", err)
 		}
 		out = append(out, g)

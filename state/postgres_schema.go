@@ -93,6 +93,8 @@ var postgresMigrations = []string{
 		instance TEXT NOT NULL,
 		epoch    BIGINT NOT NULL
 	);`,
+	// 4: the topic defaults each gateway serves with, which must agree.
+	`ALTER TABLE gateways ADD COLUMN defaults TEXT NOT NULL DEFAULT '';`,
 }
 
 // migratePostgres applies the migrations db has not seen, in one

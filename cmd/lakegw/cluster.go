@@ -14,6 +14,7 @@ import (
 	"github.com/lakegw/lakegw/protocol"
 	"github.com/lakegw/lakegw/protocol/groups"
 	"github.com/lakegw/lakegw/state"
+	"github.com/lakegw/lakegw/topics"
 )
 
 // clusterFlags are serve's flags for gateways sharing a state store.
@@ -59,11 +60,13 @@ func (c *clusterFlags) check(common *commonFlags) error {
 // change, and returns the heartbeat task. A lone gateway (no --cluster)
 // leads everything and returns no task.
 func (c *clusterFlags) join(ctx context.Context, srv *protocol.Server, store *state.Store, coord *groups.Coordinator, writes *produce.Service,
-	log zerolog.Logger) (*task, error) {
+	defaults topics.TopicConfig, log zerolog.Logger) (*task, error) {
 	if !*c.shared {
 		return nil, nil
 	}
 	self := srv.Self()
+	self.Defaults = fmt.Sprintf("partitions=%d format=%s compression=%s schema-mode=%s batch-records=%d",
+		defaults.Partitions, defaults.Format, defaults.Compression, defaults.SchemaMode, defaults.BatchRecords)
 	m, err := cluster.New(self, store, cluster.Options{HeartbeatInterval: *c.heartbeat, Lease: *c.lease, Log: log})
 	if err != nil {
 		return nil, err

@@ -268,7 +268,7 @@ func cmdServe(ctx context.Context, args []string, demo bool) (err error) {
 		return err
 	}
 	var tasks []task
-	heartbeats, err := clusterOpts.join(ctx, srv, store, coord, writes, log.With().Str("component", "cluster").Logger())
+	heartbeats, err := clusterOpts.join(ctx, srv, store, coord, writes, defaults, log.With().Str("component", "cluster").Logger())
 	if err != nil {
 		return err
 	}
