@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"fmt"
+	"hash/fnv"
 	"testing"
 )
 
@@ -66,5 +67,35 @@ func TestOwnersAreAgreedAndGroupsFollowShards(t *testing.T) {
 	}
 	if l := (&View{}).Leader("t", 0); l.ID != -1 {
 		t.Fatalf("no live node: leader %v, want -1", l)
+	}
+}
+
+// Leadership is asked on every fetched partition: it allocates nothing.
+func TestLeaderAllocatesNothing(t *testing.T) {
+	v := &View{Nodes: nodes(0, 1, 2)}
+	if n := testing.AllocsPerRun(100, func() { v.Leader("ns.orders", 3); v.Coordinator("group-7") }); n != 0 {
+		t.Fatalf("%v allocations per lookup", n)
+	}
+}
+
+// The scores are FNV-1a of id, kind, number and topic as hash/fnv computes
+// it: gateways of this version and the one before agree on every leader.
+func TestScoreIsFNV1a(t *testing.T) {
+	h := fnv.New64a()
+	h.Write([]byte{0, 0, 0, 2, 'p', 0, 0, 0, 3})
+	h.Write([]byte("ns.orders"))
+	x := h.Sum64()
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	if got := score(2, partitionItem("ns.orders", 3)); got != x {
+		t.Fatalf("score %x, want %x", got, x)
+	}
+	h32 := fnv.New32a()
+	h32.Write([]byte("group-7"))
+	if got, want := Shard("group-7"), int32(h32.Sum32()%GroupShards); got != want {
+		t.Fatalf("shard %d, want %d", got, want)
 	}
 }

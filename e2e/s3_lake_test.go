@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -309,14 +308,7 @@ func s3LakeServers(t *testing.T) iceberg.Properties {
 	t.Helper()
 	s3 := s3test.Start(t)
 	s3.CreateBucket(t, "lake")
-	props := iceberg.Properties{
-		"type":        "sql",
-		"uri":         pgtest.Start(t).NewDatabase(t),
-		"sql.driver":  "pgx",
-		"sql.dialect": "postgres",
-		"warehouse":   "s3://lake/warehouse",
-	}
-	maps.Copy(props, s3.FileIOProps())
+	props := iceberg.Properties(s3.LakeProps(pgtest.Start(t).NewDatabase(t), "s3://lake/warehouse"))
 	return props
 }
 

@@ -30,14 +30,7 @@ func s3Lake(t *testing.T) (catalog.Catalog, iceberg.Properties) {
 	t.Helper()
 	s3 := s3test.Start(t)
 	s3.CreateBucket(t, "lake")
-	props := iceberg.Properties{
-		"type":        "sql",
-		"uri":         pgtest.Start(t).NewDatabase(t),
-		"sql.driver":  "pgx",
-		"sql.dialect": "postgres",
-		"warehouse":   "s3://lake/wh",
-	}
-	maps.Copy(props, s3.FileIOProps())
+	props := iceberg.Properties(s3.LakeProps(pgtest.Start(t).NewDatabase(t), "s3://lake/wh"))
 	cat, err := OpenCatalog(context.Background(), t.TempDir(), props)
 	if err != nil {
 		t.Fatal(err)

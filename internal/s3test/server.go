@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
@@ -176,6 +177,21 @@ func (s *Server) FileIOProps() map[string]string {
 		"s3.secret-access-key": s.secretKey,
 		"s3.region":            Region,
 	}
+}
+
+// LakeProps are the catalog properties of a lake whose catalog is the SQL
+// database at catalogURI (PostgreSQL, through pgx) and whose warehouse is
+// warehouse (an s3:// location on s).
+func (s *Server) LakeProps(catalogURI, warehouse string) map[string]string {
+	props := map[string]string{
+		"type":        "sql",
+		"uri":         catalogURI,
+		"sql.driver":  "pgx",
+		"sql.dialect": "postgres",
+		"warehouse":   warehouse,
+	}
+	maps.Copy(props, s.FileIOProps())
+	return props
 }
 
 // CreateBucket creates bucket name, failing tb if it cannot.
