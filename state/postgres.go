@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
 )
@@ -89,5 +90,17 @@ func (s *Store) LockForGateway(ctx context.Context) error {
 		return fmt.Errorf("%w: gateways share a state store only when every one runs with --cluster", ErrStoreInUse)
 	}
 	s.gatewayLock = conn
+	return nil
+}
+
+// releaseGatewayLock unlocks LockForGateway's lock before its connection
+// closes: PostgreSQL drops a closed session's locks only once its backend
+// has noticed, so a gateway restarted at once could otherwise be refused.
+func (s *Store) releaseGatewayLock() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := s.gatewayLock.ExecContext(ctx, `SELECT pg_advisory_unlock($1)`, gatewayLockKey); err != nil {
+		return fmt.Errorf("unlock the state store: %w", err)
+	}
 	return nil
 }

@@ -153,7 +153,7 @@ func createPrivate(path string) error {
 func (s *Store) Close() error {
 	var err error
 	if s.gatewayLock != nil {
-		err = s.gatewayLock.Close()
+		err = errors.Join(s.releaseGatewayLock(), s.gatewayLock.Close())
 	}
 	return errors.Join(err, s.db.Close())
 }
